@@ -1,0 +1,26 @@
+# Set-up is idempotent: .venv is created on first use and re-synced when the
+# dependency files change. Everything installs through constraints.txt so pip
+# never resolves a newer torch (the CPU wheel 2.13.0 is the tested one).
+PYTHON ?= python3
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test train bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -c constraints.txt torch==2.13.0
+	$(VENV)/bin/python -m pip install --quiet -c constraints.txt -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+test: $(STAMP)
+	$(VENV)/bin/pytest -q
+
+bench: $(STAMP)
+	for script in benchmarks/*.py; do $(VENV)/bin/python $$script; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info
