@@ -9,7 +9,6 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --upgrade pip
 	$(VENV)/bin/python -m pip install --quiet -c constraints.txt torch==2.13.0
 	$(VENV)/bin/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(STAMP)

@@ -1,0 +1,33 @@
+"""The writers a run uses by default, in one call."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from stats.console_writer import ConsoleWriter
+from stats.jsonl_writer import JsonLinesWriter
+from stats.tensorboard_writer import TensorBoardWriter
+from stats.timers import GaugeWriter, Timers
+from stats.writer import StatsWriter
+
+
+def default_writers(
+    run_dir: str | os.PathLike[str],
+    *,
+    resume: bool = False,
+    timers: Timers | None = None,
+    console: bool = True,
+) -> list[StatsWriter]:
+    """TensorBoard (``run_dir/<category>/``), console, JSON lines (``run_dir/run_logs/stats.jsonl``)
+    and, given ``timers``, a gauge writer for timers.json. ``run_dir`` is ``results/<run-id>``;
+    without ``resume`` old event files of a category are deleted, as ML-Agents does.
+    """
+    run_dir = Path(run_dir)
+    writers: list[StatsWriter] = [TensorBoardWriter(run_dir, clear_past_data=not resume)]
+    if console:
+        writers.append(ConsoleWriter())
+    writers.append(JsonLinesWriter(run_dir))
+    if timers is not None:
+        writers.append(GaugeWriter(timers))
+    return writers

@@ -1,0 +1,147 @@
+"""Sampler perf stats in the manner of RLlib: where a step's wall time goes, in milliseconds.
+
+    perf = PerfStats()
+    with perf.measure(PerfKind.ENV_WAIT):
+        steps = env_manager.get_steps()
+    perf.add_env_steps(1)
+    ...
+    perf.report(reporter)   # before reporter.write_stats(step)
+
+reports ``Perf/mean_env_wait_ms``, ``Perf/mean_inference_ms``, ``Perf/mean_processing_ms``,
+``Perf/mean_update_ms`` (mean per measured call over the window, or an exponential moving
+average when ``ema_coef`` is set) and ``Perf/env_steps_per_s``.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import attrs
+
+from stats.reporter import StatsReporter
+from stats.tags import (
+    PERF_ENV_STEPS_PER_SECOND,
+    PERF_ENV_WAIT_MS,
+    PERF_INFERENCE_MS,
+    PERF_PROCESSING_MS,
+    PERF_UPDATE_MS,
+)
+
+
+class PerfKind(enum.Enum):
+    """What a measured interval was spent on; the value is its ``Perf/`` tag."""
+
+    ENV_WAIT = PERF_ENV_WAIT_MS
+    """Waiting for environments to return steps."""
+    INFERENCE = PERF_INFERENCE_MS
+    """Policy forward passes choosing actions."""
+    PROCESSING = PERF_PROCESSING_MS
+    """Turning steps into trajectories (agent processors)."""
+    UPDATE = PERF_UPDATE_MS
+    """Trainer optimisation steps."""
+
+
+@attrs.frozen
+class PerfSummary:
+    """Milliseconds per measured call for each kind (None: nothing measured yet)."""
+
+    mean_env_wait_ms: float | None
+    mean_inference_ms: float | None
+    mean_processing_ms: float | None
+    mean_update_ms: float | None
+    env_steps_per_s: float | None
+
+    def as_stats(self) -> dict[str, float]:
+        """``{tag: value}`` for the measured entries."""
+        pairs = (
+            (PERF_ENV_WAIT_MS, self.mean_env_wait_ms),
+            (PERF_INFERENCE_MS, self.mean_inference_ms),
+            (PERF_PROCESSING_MS, self.mean_processing_ms),
+            (PERF_UPDATE_MS, self.mean_update_ms),
+            (PERF_ENV_STEPS_PER_SECOND, self.env_steps_per_s),
+        )
+        return {tag: value for tag, value in pairs if value is not None}
+
+
+class PerfStats:
+    """Accumulates intervals per ``PerfKind`` from any thread (one lock).
+
+    Without ``ema_coef`` a summary is the mean over the window since the last reset; with it,
+    each interval updates ``ema = (1 - ema_coef) * ema + ema_coef * x`` (the first sets it),
+    which survives resets. ``clock`` is monotonic seconds.
+    """
+
+    def __init__(
+        self, *, ema_coef: float | None = None, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
+        if ema_coef is not None and not 0.0 < ema_coef <= 1.0:
+            raise ValueError(f"ema_coef must be in (0, 1], got {ema_coef}")
+        self.ema_coef = ema_coef
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._sums = {kind: 0.0 for kind in PerfKind}
+        self._counts = {kind: 0 for kind in PerfKind}
+        self._ema: dict[PerfKind, float] = {}
+        self._env_steps = 0
+        self._window_start = clock()
+
+    def add(self, kind: PerfKind, seconds: float) -> None:
+        """Record one interval of ``seconds`` spent on ``kind``."""
+        with self._lock:
+            self._sums[kind] += seconds
+            self._counts[kind] += 1
+            if self.ema_coef is not None:
+                old = self._ema.get(kind)
+                self._ema[kind] = seconds if old is None else (1.0 - self.ema_coef) * old + self.ema_coef * seconds
+
+    @contextmanager
+    def measure(self, kind: PerfKind) -> Iterator[None]:
+        """Time the block as one interval of ``kind`` (recorded even if it raises)."""
+        start = self._clock()
+        try:
+            yield
+        finally:
+            self.add(kind, self._clock() - start)
+
+    def add_env_steps(self, count: int = 1) -> None:
+        """Count environment steps (one per ``env.step`` of all workers together) for steps/s."""
+        with self._lock:
+            self._env_steps += count
+
+    def summary(self, *, reset: bool = True) -> PerfSummary:
+        """The window's (or EMA's) milliseconds per kind and env steps/s; ``reset`` starts a new window."""
+        now = self._clock()
+        with self._lock:
+            ms: dict[PerfKind, float | None] = {}
+            for kind in PerfKind:
+                if self.ema_coef is not None:
+                    value = self._ema.get(kind)
+                    ms[kind] = None if value is None else value * 1000.0
+                else:
+                    n = self._counts[kind]
+                    ms[kind] = self._sums[kind] * 1000.0 / n if n else None
+            elapsed = now - self._window_start
+            rate = self._env_steps / elapsed if self._env_steps and elapsed > 0 else None
+            if reset:
+                self._sums = {kind: 0.0 for kind in PerfKind}
+                self._counts = {kind: 0 for kind in PerfKind}
+                self._env_steps = 0
+                self._window_start = now
+        return PerfSummary(
+            mean_env_wait_ms=ms[PerfKind.ENV_WAIT],
+            mean_inference_ms=ms[PerfKind.INFERENCE],
+            mean_processing_ms=ms[PerfKind.PROCESSING],
+            mean_update_ms=ms[PerfKind.UPDATE],
+            env_steps_per_s=rate,
+        )
+
+    def report(self, reporter: StatsReporter, *, reset: bool = True) -> PerfSummary:
+        """``set_stat`` each measured ``Perf/...`` value on ``reporter``; returns the summary."""
+        summary = self.summary(reset=reset)
+        for tag, value in summary.as_stats().items():
+            reporter.set_stat(tag, value)
+        return summary
