@@ -56,6 +56,16 @@ class AgentManagerQueue(Generic[T]):
         except queue.Empty:
             raise self.Empty() from None
 
+    def get(self, timeout: float | None = None) -> T:
+        """The oldest item, waiting up to ``timeout`` seconds (0: not at all, None: forever);
+        raises ``AgentManagerQueue.Empty`` if none arrives."""
+        if timeout is not None and timeout <= 0:
+            return self.get_nowait()
+        try:
+            return self._queue.get(timeout=timeout)
+        except queue.Empty:
+            raise self.Empty() from None
+
     def put(self, item: T, timeout: float | None = None) -> None:
         """Append ``item``, waiting while the queue is full.
 

@@ -90,3 +90,11 @@ def test_several_producers_one_slow_consumer_lose_nothing():
     assert len(received) == producers * per_producer
     for p in range(producers):
         assert [i for (src, i) in received if src == p] == list(range(per_producer))  # per-producer order kept
+
+
+def test_get_waits_for_an_item_or_times_out():
+    q: AgentManagerQueue[int] = AgentManagerQueue("B")
+    with pytest.raises(AgentManagerQueue.Empty):
+        q.get(timeout=0.01)
+    threading.Timer(0.05, q.put, args=(5,)).start()
+    assert q.get(timeout=5) == 5

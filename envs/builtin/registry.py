@@ -1,0 +1,52 @@
+"""Names of the built-in environments and the factory that builds them."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from envs.builtin._core import BuiltinEnv, UnknownBuiltinEnvError
+
+#: How a config or ``--env`` names a built-in environment: ``builtin:3DBall``.
+BUILTIN_PREFIX = "builtin:"
+
+
+def _registry() -> dict[str, type[BuiltinEnv]]:
+    from envs.builtin.ball3d import Ball3DEnv
+    from envs.builtin.basic import BasicEnv
+    from envs.builtin.gridworld import GridWorldEnv
+    from envs.builtin.spawner import SpawnerEnv
+    from envs.builtin.two_behaviors import TwoBehaviorsEnv
+
+    classes = (Ball3DEnv, BasicEnv, GridWorldEnv, TwoBehaviorsEnv, SpawnerEnv)
+    return {cls.env_name: cls for cls in classes}
+
+
+def available() -> list[str]:
+    """Names of the built-in environments, sorted."""
+    return sorted(_registry())
+
+
+def make_env(
+    name: str,
+    *,
+    seed: int,
+    worker_id: int = 0,
+    env_parameters: Mapping[str, float] | None = None,
+    num_areas: int = 1,
+) -> BuiltinEnv:
+    """Build the built-in environment ``name`` (a ``builtin:`` prefix is accepted), already reset.
+
+    seed, worker_id: together they pick the random stream (same pair -> same episodes;
+    each worker of a run gets its own). env_parameters: initial EnvironmentParameters values.
+    num_areas: copies of the training area (agents multiply). Raises UnknownBuiltinEnvError
+    (a ValueError) naming the available environments.
+    """
+    key = name[len(BUILTIN_PREFIX):] if name.startswith(BUILTIN_PREFIX) else name
+    registry = _registry()
+    if key not in registry:
+        raise UnknownBuiltinEnvError(
+            f"unknown built-in environment {name!r}; available: {', '.join(sorted(registry))}"
+        )
+    return registry[key](
+        seed=seed, worker_id=worker_id, env_parameters=env_parameters, num_areas=num_areas
+    )

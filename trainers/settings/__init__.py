@@ -1,0 +1,105 @@
+"""The run configuration: the ``mlagents-learn`` YAML schema as frozen attrs classes, its
+loading (YAML -> RunOptions, every problem reported with its path), cross-field validation,
+command-line overrides, and writing ``configuration.yaml`` back.
+
+Typical use::
+
+    options = load_run_options("config/ppo/3DBall.yaml")
+    options = apply_cli_overrides(options, {"run_id": "ball", "num_envs": 4, "env": path})
+    settings = options.behavior_settings("3DBall?team=0")
+    write_configuration(options, os.path.join(options.checkpoint_settings.write_path,
+                                              "configuration.yaml"))
+"""
+
+from trainers.settings.files import dump_run_options, load_run_options, read_yaml, write_configuration
+from trainers.settings.overrides import CLI_DESTS, IGNORED_DESTS, apply_cli_overrides, flag_name
+from trainers.settings.schema import (
+    BehavioralCloningSettings,
+    CheckpointSettings,
+    CompletionCriteria,
+    ConditioningType,
+    ConstantSampler,
+    CuriositySettings,
+    EncoderType,
+    EngineSettings,
+    EnvironmentParameterSettings,
+    EnvironmentSettings,
+    ExtrinsicSettings,
+    GAILSettings,
+    GaussianSampler,
+    Hyperparameters,
+    Lesson,
+    MeasureType,
+    MemorySettings,
+    MultiRangeUniformSampler,
+    NetworkSettings,
+    POCASettings,
+    PPOSettings,
+    RewardSignalSettings,
+    RewardSignalType,
+    RNDSettings,
+    RunOptions,
+    SACSettings,
+    Sampler,
+    ScheduleType,
+    SelfPlaySettings,
+    TorchSettings,
+    TrainerSettings,
+    UniformSampler,
+    builtin_hyperparameter_types,
+    reward_signal_types,
+    sampler_types,
+)
+from trainers.settings.structure import make_converter, structure_run_options
+from trainers.settings.validate import ValidationReport, check_run_options, check_trainer_settings
+
+__all__ = [
+    "CLI_DESTS",
+    "IGNORED_DESTS",
+    "BehavioralCloningSettings",
+    "CheckpointSettings",
+    "CompletionCriteria",
+    "ConditioningType",
+    "ConstantSampler",
+    "CuriositySettings",
+    "EncoderType",
+    "EngineSettings",
+    "EnvironmentParameterSettings",
+    "EnvironmentSettings",
+    "ExtrinsicSettings",
+    "GAILSettings",
+    "GaussianSampler",
+    "Hyperparameters",
+    "Lesson",
+    "MeasureType",
+    "MemorySettings",
+    "MultiRangeUniformSampler",
+    "NetworkSettings",
+    "POCASettings",
+    "PPOSettings",
+    "RNDSettings",
+    "RewardSignalSettings",
+    "RewardSignalType",
+    "RunOptions",
+    "SACSettings",
+    "Sampler",
+    "ScheduleType",
+    "SelfPlaySettings",
+    "TorchSettings",
+    "TrainerSettings",
+    "UniformSampler",
+    "ValidationReport",
+    "apply_cli_overrides",
+    "builtin_hyperparameter_types",
+    "check_run_options",
+    "check_trainer_settings",
+    "dump_run_options",
+    "flag_name",
+    "load_run_options",
+    "make_converter",
+    "read_yaml",
+    "reward_signal_types",
+    "sampler_types",
+    "structure_run_options",
+    "write_configuration",
+]

@@ -1,0 +1,526 @@
+"""The run configuration's schema: frozen attrs classes for every section of an
+``mlagents-learn`` YAML file, with ML-Agents' defaults (REFERENCE 1.4).
+
+Fields hold what the user wrote (or the default); values that default to another field
+(``beta_schedule`` follows ``learning_rate_schedule``, ``team_change`` is 5 x ``save_steps``...)
+are stored as ``None`` under a private name and read through a property of the public name,
+so ``hp.beta_schedule`` is always the resolved value while the written-back configuration
+keeps "follow the other field". Mappings and tuples inside these classes are read-only by
+convention: build variants with ``attrs.evolve``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+
+class ScheduleType(enum.StrEnum):
+    """How a learning rate, beta or epsilon moves over ``max_steps``."""
+
+    CONSTANT = "constant"
+    LINEAR = "linear"
+
+
+class EncoderType(enum.StrEnum):
+    """Visual observation encoders, with the smallest image each accepts (REFERENCE 1.4)."""
+
+    SIMPLE = "simple"  # >= 20x20
+    NATURE_CNN = "nature_cnn"  # >= 36x36
+    RESNET = "resnet"  # >= 15x15
+    MATCH3 = "match3"  # >= 5x5
+    FULLY_CONNECTED = "fully_connected"
+
+    @property
+    def min_resolution(self) -> int:
+        """Smallest image side (pixels) the encoder accepts."""
+        return {"simple": 20, "nature_cnn": 36, "resnet": 15, "match3": 5, "fully_connected": 1}[
+            self.value
+        ]
+
+
+class ConditioningType(enum.StrEnum):
+    """How goal observations condition the network: hypernetwork or plain input."""
+
+    HYPER = "hyper"
+    NONE = "none"
+
+
+class RewardSignalType(enum.StrEnum):
+    """Keys of ``reward_signals``. A StrEnum, so ``signals["extrinsic"]`` works too."""
+
+    EXTRINSIC = "extrinsic"
+    GAIL = "gail"
+    CURIOSITY = "curiosity"
+    RND = "rnd"
+
+
+class MeasureType(enum.StrEnum):
+    """What a curriculum lesson's completion criteria measure."""
+
+    PROGRESS = "progress"  # fraction of max_steps done, 0-1
+    REWARD = "reward"  # smoothed mean episode reward
+    ELO = "Elo"  # self-play rating
+
+
+# ---------------------------------------------------------------- network
+
+
+@attrs.frozen(kw_only=True)
+class MemorySettings:
+    """Recurrent memory (LSTM). ``memory_size`` is the LSTM state width (even: half is the
+    hidden state, half the cell state); ``sequence_length`` the steps per training sequence."""
+
+    sequence_length: int = 64
+    memory_size: int = 128
+
+
+@attrs.frozen(kw_only=True)
+class NetworkSettings:
+    """Body of the policy/critic (or of a reward signal's own network)."""
+
+    normalize: bool = False
+    hidden_units: int = 128
+    num_layers: int = 2
+    vis_encode_type: EncoderType = EncoderType.SIMPLE
+    memory: MemorySettings | None = None
+    goal_conditioning_type: ConditioningType = ConditioningType.HYPER
+    deterministic: bool = False
+
+
+# ---------------------------------------------------------------- hyperparameters
+
+
+@attrs.frozen(kw_only=True)
+class Hyperparameters:
+    """Keys every trainer type shares. ``batch_size``/``buffer_size`` count agent steps."""
+
+    batch_size: int = 1024
+    buffer_size: int = 10240
+    learning_rate: float = 3.0e-4
+    learning_rate_schedule: ScheduleType = ScheduleType.CONSTANT
+
+
+@attrs.frozen(kw_only=True)
+class PPOSettings(Hyperparameters):
+    """PPO. ``beta``: entropy bonus; ``epsilon``: surrogate clip; ``lambd``: GAE lambda."""
+
+    learning_rate_schedule: ScheduleType = ScheduleType.LINEAR
+    beta: float = 5.0e-3
+    epsilon: float = 0.2
+    lambd: float = 0.95
+    num_epoch: int = 3
+    shared_critic: bool = False
+    _beta_schedule: ScheduleType | None = attrs.field(default=None, alias="beta_schedule")
+    _epsilon_schedule: ScheduleType | None = attrs.field(default=None, alias="epsilon_schedule")
+
+    @property
+    def beta_schedule(self) -> ScheduleType:
+        """The beta schedule; the learning-rate schedule unless set."""
+        return self._beta_schedule or self.learning_rate_schedule
+
+    @property
+    def epsilon_schedule(self) -> ScheduleType:
+        """The epsilon schedule; the learning-rate schedule unless set."""
+        return self._epsilon_schedule or self.learning_rate_schedule
+
+
+@attrs.frozen(kw_only=True)
+class POCASettings(Hyperparameters):
+    """MA-POCA: PPO's keys without ``shared_critic`` (the centralised critic is the point)."""
+
+    learning_rate_schedule: ScheduleType = ScheduleType.LINEAR
+    beta: float = 5.0e-3
+    epsilon: float = 0.2
+    lambd: float = 0.95
+    num_epoch: int = 3
+    _beta_schedule: ScheduleType | None = attrs.field(default=None, alias="beta_schedule")
+    _epsilon_schedule: ScheduleType | None = attrs.field(default=None, alias="epsilon_schedule")
+
+    @property
+    def beta_schedule(self) -> ScheduleType:
+        """The beta schedule; the learning-rate schedule unless set."""
+        return self._beta_schedule or self.learning_rate_schedule
+
+    @property
+    def epsilon_schedule(self) -> ScheduleType:
+        """The epsilon schedule; the learning-rate schedule unless set."""
+        return self._epsilon_schedule or self.learning_rate_schedule
+
+
+@attrs.frozen(kw_only=True)
+class SACSettings(Hyperparameters):
+    """SAC. ``buffer_size`` is the replay capacity; ``steps_per_update`` agent steps per
+    gradient step (a float: 10.0 in ML-Agents' configs); ``tau`` the target-network rate."""
+
+    batch_size: int = 128
+    buffer_size: int = 50000
+    buffer_init_steps: int = 0
+    tau: float = 0.005
+    steps_per_update: float = 1.0
+    save_replay_buffer: bool = False
+    init_entcoef: float = 1.0
+    _reward_signal_steps_per_update: float | None = attrs.field(
+        default=None, alias="reward_signal_steps_per_update"
+    )
+
+    @property
+    def reward_signal_steps_per_update(self) -> float:
+        """Agent steps per reward-signal update; ``steps_per_update`` unless set."""
+        if self._reward_signal_steps_per_update is None:
+            return self.steps_per_update
+        return self._reward_signal_steps_per_update
+
+
+def builtin_hyperparameter_types() -> dict[str, type]:
+    """A fresh mapping trainer type -> hyperparameters class for the built-in trainers.
+
+    Plugins extend a copy: ``{**builtin_hyperparameter_types(), "mine": MySettings}``; the
+    class must be an attrs class (ideally with ``batch_size``/``buffer_size``).
+    """
+    return {"ppo": PPOSettings, "sac": SACSettings, "poca": POCASettings}
+
+
+# ---------------------------------------------------------------- reward signals
+
+
+@attrs.frozen(kw_only=True)
+class RewardSignalSettings:
+    """Keys every reward signal has: discount ``gamma``, weight ``strength``."""
+
+    gamma: float = 0.99
+    strength: float = 1.0
+    network_settings: NetworkSettings = attrs.Factory(NetworkSettings)
+
+
+@attrs.frozen(kw_only=True)
+class ExtrinsicSettings(RewardSignalSettings):
+    """The environment's own reward."""
+
+
+@attrs.frozen(kw_only=True)
+class CuriositySettings(RewardSignalSettings):
+    """Intrinsic curiosity. ``encoding_size`` is deprecated (use network_settings.hidden_units)."""
+
+    learning_rate: float = 3.0e-4
+    encoding_size: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class RNDSettings(RewardSignalSettings):
+    """Random network distillation."""
+
+    learning_rate: float = 1.0e-4
+
+
+@attrs.frozen(kw_only=True)
+class GAILSettings(RewardSignalSettings):
+    """GAIL: a discriminator against the demonstrations in ``demo_path`` (a .demo file/folder)."""
+
+    demo_path: str
+    learning_rate: float = 3.0e-4
+    encoding_size: int | None = None
+    use_actions: bool = False
+    use_vail: bool = False
+
+
+def reward_signal_types() -> dict[RewardSignalType, type[RewardSignalSettings]]:
+    """Reward signal key -> its settings class."""
+    return {
+        RewardSignalType.EXTRINSIC: ExtrinsicSettings,
+        RewardSignalType.GAIL: GAILSettings,
+        RewardSignalType.CURIOSITY: CuriositySettings,
+        RewardSignalType.RND: RNDSettings,
+    }
+
+
+def _default_reward_signals() -> dict[RewardSignalType, RewardSignalSettings]:
+    return {RewardSignalType.EXTRINSIC: ExtrinsicSettings()}
+
+
+# ---------------------------------------------------------------- imitation, self-play
+
+
+@attrs.frozen(kw_only=True)
+class BehavioralCloningSettings:
+    """Behavioral cloning from ``demo_path`` for the first ``steps`` (0: the whole run).
+    ``num_epoch``/``batch_size`` of None mean the trainer's own."""
+
+    demo_path: str
+    steps: int = 0
+    strength: float = 1.0
+    samples_per_update: int = 0
+    num_epoch: int | None = None
+    batch_size: int | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SelfPlaySettings:
+    """Self-play (ghost trainer). Steps are trainer steps; ``window`` snapshots are kept."""
+
+    save_steps: int = 20000
+    _team_change: int | None = attrs.field(default=None, alias="team_change")
+    swap_steps: int = 2000
+    window: int = 10
+    play_against_latest_model_ratio: float = 0.5
+    initial_elo: float = 1200.0
+
+    @property
+    def team_change(self) -> int:
+        """Steps between learning-team changes; 5 x ``save_steps`` unless set."""
+        return 5 * self.save_steps if self._team_change is None else self._team_change
+
+
+# ---------------------------------------------------------------- one behavior
+
+
+@attrs.frozen(kw_only=True)
+class TrainerSettings:
+    """Settings of one behavior. ``hyperparameters`` is an instance of the class registered
+    for ``trainer_type`` (PPOSettings for "ppo"...). Steps are agent steps."""
+
+    trainer_type: str = "ppo"
+    hyperparameters: Hyperparameters = attrs.Factory(PPOSettings)
+    network_settings: NetworkSettings = attrs.Factory(NetworkSettings)
+    reward_signals: dict[RewardSignalType, RewardSignalSettings] = attrs.Factory(
+        _default_reward_signals
+    )
+    init_path: str | None = None
+    keep_checkpoints: int = 5
+    even_checkpoints: bool = False
+    checkpoint_interval: int = 500000
+    max_steps: int = 500000
+    time_horizon: int = 64
+    summary_freq: int = 50000
+    threaded: bool = False
+    self_play: SelfPlaySettings | None = None
+    behavioral_cloning: BehavioralCloningSettings | None = None
+
+    @property
+    def effective_checkpoint_interval(self) -> int:
+        """Steps between checkpoints: ``max_steps // keep_checkpoints`` with
+        ``even_checkpoints``, else ``checkpoint_interval``."""
+        if self.even_checkpoints and self.keep_checkpoints > 0:
+            return max(1, self.max_steps // self.keep_checkpoints)
+        return self.checkpoint_interval
+
+
+# ---------------------------------------------------------------- environment parameters
+
+
+@attrs.frozen(kw_only=True)
+class ConstantSampler:
+    """A fixed value. ``seed`` -1: Unity picks."""
+
+    value: float
+    seed: int = -1
+
+
+@attrs.frozen(kw_only=True)
+class UniformSampler:
+    """Uniform in [min_value, max_value], drawn by Unity at each reset."""
+
+    min_value: float = 0.0
+    max_value: float = 1.0
+    seed: int = -1
+
+
+@attrs.frozen(kw_only=True)
+class GaussianSampler:
+    """Normal(mean, st_dev), drawn by Unity at each reset."""
+
+    mean: float = 1.0
+    st_dev: float = 1.0
+    seed: int = -1
+
+
+@attrs.frozen(kw_only=True)
+class MultiRangeUniformSampler:
+    """Uniform over the union of ``intervals`` ((min, max) pairs)."""
+
+    intervals: tuple[tuple[float, float], ...] = ((0.0, 1.0),)
+    seed: int = -1
+
+
+Sampler = ConstantSampler | UniformSampler | GaussianSampler | MultiRangeUniformSampler
+
+
+def sampler_types() -> dict[str, type]:
+    """``sampler_type`` name -> sampler class."""
+    return {
+        "constant": ConstantSampler,
+        "uniform": UniformSampler,
+        "gaussian": GaussianSampler,
+        "multirangeuniform": MultiRangeUniformSampler,
+    }
+
+
+@attrs.frozen(kw_only=True)
+class CompletionCriteria:
+    """When a lesson ends: ``measure`` of ``behavior`` reaches ``threshold`` after at least
+    ``min_lesson_length`` episodes (smoothed 0.25 old + 0.75 new if ``signal_smoothing``)."""
+
+    behavior: str
+    measure: MeasureType = MeasureType.REWARD
+    min_lesson_length: int = 0
+    signal_smoothing: bool = True
+    threshold: float = 0.0
+    require_reset: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Lesson:
+    """One curriculum lesson: the parameter's ``value`` until ``completion_criteria`` hold
+    (None on the last lesson)."""
+
+    name: str
+    value: Sampler
+    completion_criteria: CompletionCriteria | None = None
+
+
+@attrs.frozen(kw_only=True)
+class EnvironmentParameterSettings:
+    """One environment parameter. A constant or a sampler is a one-lesson curriculum named
+    after the parameter, as in ML-Agents."""
+
+    curriculum: tuple[Lesson, ...]
+
+
+# ---------------------------------------------------------------- run-wide sections
+
+
+@attrs.frozen(kw_only=True)
+class EnvironmentSettings:
+    """Where steps come from. ``env_path`` None: the Unity Editor on port 5004;
+    ``builtin:<Name>``: a built-in environment. Worker i uses ``base_port + i`` and
+    ``seed + i``; ``seed`` -1 means a random seed picked at run time."""
+
+    env_path: str | None = None
+    env_args: tuple[str, ...] | None = None
+    base_port: int = 5005
+    num_envs: int = 1
+    num_areas: int = 1
+    timeout_wait: int = 60
+    seed: int = -1
+    max_lifetime_restarts: int = 10
+    restarts_rate_limit_n: int = 1
+    restarts_rate_limit_period_s: int = 60
+
+
+@attrs.frozen(kw_only=True)
+class EngineSettings:
+    """Sent to Unity through the EngineConfiguration side channel."""
+
+    width: int = 84
+    height: int = 84
+    quality_level: int = 5
+    time_scale: float = 20.0
+    target_frame_rate: int = -1
+    capture_frame_rate: int = 60
+    no_graphics: bool = False
+    no_graphics_monitor: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class CheckpointSettings:
+    """Results location and resume/initialize choices. ``load_model`` and ``train_model``
+    are deprecated (``load_model`` is read as ``resume``)."""
+
+    run_id: str = "ppo"
+    initialize_from: str | None = None
+    load_model: bool = False
+    resume: bool = False
+    force: bool = False
+    train_model: bool = False
+    inference: bool = False
+    results_dir: str = "results"
+
+    @property
+    def write_path(self) -> str:
+        """``<results_dir>/<run_id>``: where this run writes."""
+        return os.path.join(self.results_dir, self.run_id)
+
+    @property
+    def run_logs_dir(self) -> str:
+        """``<results_dir>/<run_id>/run_logs``: timers.json, training_status.json."""
+        return os.path.join(self.write_path, "run_logs")
+
+    @property
+    def maybe_init_path(self) -> str | None:
+        """``<results_dir>/<initialize_from>`` or None."""
+        if self.initialize_from is None:
+            return None
+        return os.path.join(self.results_dir, self.initialize_from)
+
+
+@attrs.frozen(kw_only=True)
+class TorchSettings:
+    """``device``: cpu, cuda, cuda:N, mps, xpu; None picks cuda when available."""
+
+    device: str | None = None
+
+
+# ---------------------------------------------------------------- the whole run
+
+
+@attrs.frozen(kw_only=True)
+class RunOptions:
+    """A whole run configuration. ``behaviors`` are already merged over ``default_settings``.
+
+    ``config_specified`` is not a YAML key: False when no configuration file was given, in
+    which case every behavior gets the defaults (with a warning) as in ML-Agents.
+    """
+
+    behaviors: dict[str, TrainerSettings] = attrs.Factory(dict)
+    default_settings: TrainerSettings | None = None
+    environment_parameters: dict[str, EnvironmentParameterSettings] = attrs.Factory(dict)
+    env_settings: EnvironmentSettings = attrs.Factory(EnvironmentSettings)
+    engine_settings: EngineSettings = attrs.Factory(EngineSettings)
+    checkpoint_settings: CheckpointSettings = attrs.Factory(CheckpointSettings)
+    torch_settings: TorchSettings = attrs.Factory(TorchSettings)
+    debug: bool = False
+    config_specified: bool = True
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Mapping[str, Any] | None,
+        *,
+        hyperparameter_types: Mapping[str, type] | None = None,
+        config_specified: bool = True,
+    ) -> RunOptions:
+        """Structure and validate a parsed YAML mapping (ConfigError listing every problem)."""
+        from trainers.settings.structure import structure_run_options
+
+        return structure_run_options(
+            data, hyperparameter_types=hyperparameter_types, config_specified=config_specified
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain dicts/lists/scalars, YAML-ready; ``from_dict`` of it gives an equal object."""
+        from trainers.settings.structure import unstructure_run_options
+
+        return unstructure_run_options(self)
+
+    def behavior_settings(self, name: str) -> TrainerSettings:
+        """Settings for behavior ``name`` (``Name?team=N`` accepted).
+
+        Configured behaviors as written; others get ``default_settings`` if it exists, the
+        defaults (with a warning) when no configuration file was given, else ConfigError.
+        With ``checkpoint_settings.initialize_from`` set, ``init_path`` is
+        ``<results_dir>/<initialize_from>/<Name>``.
+        """
+        from trainers.settings.overrides import behavior_settings
+
+        return behavior_settings(self, name)
+
+    def with_overrides(self, explicit: Mapping[str, Any]) -> RunOptions:
+        """Apply command-line values the user typed (argparse dest -> value); see
+        ``apply_cli_overrides``."""
+        from trainers.settings.overrides import apply_cli_overrides
+
+        return apply_cli_overrides(self, explicit)
