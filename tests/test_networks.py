@@ -1,0 +1,269 @@
+"""Networks: normaliser statistics, encoders for every observation kind, the actor's
+distributions (log-probs, entropy, masks) and the critic's value heads."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpec, ObservationType
+
+from trainers.exceptions import ConfigError
+from trainers.networks import (
+    MIN_RESOLUTION,
+    Actor,
+    Critic,
+    Normalizer,
+    ObservationEncoder,
+    UnsupportedNetworkError,
+    ValueHeads,
+)
+from trainers.settings import EncoderType, NetworkSettings
+
+
+def vector_spec(n: int, name: str = "vector") -> ObservationSpec:
+    return ObservationSpec((n,), (DimensionProperty.NONE,), ObservationType.DEFAULT, name)
+
+
+def visual_spec(h: int, w: int, c: int, name: str = "camera") -> ObservationSpec:
+    props = (DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,) * 2 + (DimensionProperty.NONE,)
+    return ObservationSpec((h, w, c), props, ObservationType.DEFAULT, name)
+
+
+SMALL = NetworkSettings(hidden_units=16, num_layers=2)
+
+
+# ---------------------------------------------------------------- normaliser
+
+
+def test_normalizer_matches_numpy_over_batches_merged_in_pieces():
+    rng = np.random.default_rng(0)
+    data = (rng.normal(size=(301, 4)) * [1.0, 10.0, 0.01, 3.0] + [0.0, -5.0, 2.0, 100.0]).astype(np.float32)
+    norm = Normalizer(4)
+    for lo, hi in [(0, 1), (1, 2), (2, 50), (50, 51), (51, 300), (300, 301)]:
+        norm.update(torch.from_numpy(data[lo:hi]))
+    expected = data.astype(np.float64)
+    np.testing.assert_allclose(norm.mean.numpy(), expected.mean(axis=0), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(norm.var.numpy(), expected.var(axis=0), rtol=1e-10)
+    assert float(norm.count) == 301
+    # forward: (x - mean) / std in float32, clipped at 5 standard deviations
+    x = torch.tensor([[0.0, -5.0, 2.0, 100.0]], dtype=torch.float32)
+    y = norm(x)
+    assert y.dtype == torch.float32
+    ref = (x.numpy() - expected.mean(0)) / np.sqrt(expected.var(0) + 1e-8)
+    np.testing.assert_allclose(y.numpy(), np.clip(ref, -5, 5), atol=1e-4)  # float32 maths
+    far = norm(torch.tensor([[1e6, -1e6, 0.0, 100.0]]))
+    assert far[0, 0] == 5.0 and far[0, 1] == -5.0
+
+
+def test_normalizer_is_identity_before_update_and_saved_in_state_dict():
+    norm = Normalizer(3)
+    x = torch.tensor([[0.5, -1.0, 4.0]])
+    torch.testing.assert_close(norm(x), x)
+    norm.update(torch.empty(0, 3))  # an empty batch changes nothing
+    assert float(norm.count) == 0
+    norm.update(torch.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
+    state = norm.state_dict()
+    assert {k: v.dtype for k, v in state.items()} == {"mean": torch.float64, "var": torch.float64, "count": torch.float64}
+    other = Normalizer(3)
+    other.load_state_dict(state)
+    torch.testing.assert_close(other(x), norm(x))
+    # a constant feature normalises to 0, not NaN
+    assert norm(torch.tensor([[2.0, 2.0, 2.0]]))[0, 1] == 0.0
+
+
+# ---------------------------------------------------------------- encoders
+
+
+@pytest.mark.parametrize("kind", [e.value for e in EncoderType])
+def test_each_visual_encoder_accepts_its_minimum_size(kind):
+    side = MIN_RESOLUTION[kind]
+    specs = [visual_spec(side, side + 1, 2), vector_spec(3)]
+    settings = NetworkSettings(hidden_units=8, num_layers=1, vis_encode_type=EncoderType(kind))
+    enc = ObservationEncoder(specs, settings)
+    obs = [torch.rand(4, side, side + 1, 2), torch.randn(4, 3)]
+    out = enc(obs)
+    assert out.shape == (4, 8) and out.dtype == torch.float32
+    # HWC input is permuted inside; the exported graph feeds NCHW directly
+    nchw = [obs[0].permute(0, 3, 1, 2), obs[1]]
+    torch.testing.assert_close(enc(nchw, channels_first=True), out)
+
+
+@pytest.mark.parametrize("kind", ["simple", "nature_cnn", "resnet", "match3"])
+def test_too_small_image_names_observation_and_minimum(kind):
+    side = MIN_RESOLUTION[kind] - 1
+    specs = [vector_spec(2), visual_spec(side, 64, 3, name="FrontCamera")]
+    settings = NetworkSettings(vis_encode_type=EncoderType(kind))
+    with pytest.raises(UnsupportedNetworkError) as info:
+        ObservationEncoder(specs, settings)
+    msg = str(info.value)
+    minimum = MIN_RESOLUTION[kind]
+    assert "observation 1" in msg and "FrontCamera" in msg
+    assert f"{minimum}x{minimum}" in msg and kind in msg
+    assert isinstance(info.value, ConfigError)
+
+
+def test_uint8_images_are_scaled_like_float_images():
+    enc = ObservationEncoder([visual_spec(20, 20, 1)], SMALL)
+    pixels = torch.randint(0, 256, (3, 20, 20, 1), dtype=torch.uint8)
+    torch.testing.assert_close(enc([pixels]), enc([pixels.float() / 255.0]))
+
+
+def test_variable_length_observation_is_refused_by_name():
+    spec = ObservationSpec((5, 4), (DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE),
+                           ObservationType.DEFAULT, "BufferSensor")
+    with pytest.raises(UnsupportedNetworkError, match="observation 0 .*BufferSensor.*attention"):
+        ObservationEncoder([vector_spec(3), spec][1:], SMALL)
+
+
+def test_normalisation_applies_only_when_asked():
+    specs = [vector_spec(2)]
+    x = torch.tensor([[100.0, -100.0], [102.0, -98.0]])
+    plain = ObservationEncoder(specs, NetworkSettings(hidden_units=8, normalize=False))
+    plain.update_normalization([x])
+    assert not any("normalizer" in k for k in plain.state_dict())
+    norm = ObservationEncoder(specs, NetworkSettings(hidden_units=8, normalize=True))
+    norm.update_normalization([x])
+    normalizer = norm.inputs[0].normalizer
+    np.testing.assert_allclose(normalizer.mean.numpy(), [101.0, -99.0])
+    np.testing.assert_allclose(normalizer.var.numpy(), [1.0, 1.0])
+
+
+def test_generator_fixes_initial_weights():
+    def build(seed):
+        g = torch.Generator().manual_seed(seed)
+        return Actor([vector_spec(3)], SMALL, ActionSpec(2, (3,)), generator=g).state_dict()
+
+    a, b, c = build(1), build(1), build(2)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not all(torch.equal(a[k], c[k]) for k in a)
+
+
+# ---------------------------------------------------------------- actor
+
+
+def hybrid_actor(seed: int = 0) -> Actor:
+    g = torch.Generator().manual_seed(seed)
+    return Actor([vector_spec(5)], SMALL, ActionSpec(2, (3, 2, 4)), generator=g)
+
+
+def test_sample_log_probs_equal_evaluate_actions_and_are_differentiable():
+    actor = hybrid_actor()
+    obs = [torch.randn(64, 5)]
+    masks = torch.ones(64, 9, dtype=torch.bool)
+    masks[::2, 1] = False
+    masks[1::3, 7] = False
+    g = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        out = actor.sample(obs, masks, generator=g)
+    assert out.continuous.shape == (64, 2) and out.continuous.dtype == torch.float32
+    assert out.discrete.shape == (64, 3) and out.discrete.dtype == torch.int64
+    assert out.continuous_log_probs.shape == (64, 2) and out.discrete_log_probs.shape == (64, 3)
+    assert out.entropy.shape == (64,)
+    c_lp, d_lp, ent = actor.evaluate_actions(obs, masks, out.continuous, out.discrete)
+    torch.testing.assert_close(c_lp, out.continuous_log_probs)
+    torch.testing.assert_close(d_lp, out.discrete_log_probs)
+    torch.testing.assert_close(ent, out.entropy)
+    (c_lp.sum() + d_lp.sum() + ent.sum()).backward()
+    assert actor.log_std.grad is not None and actor.logits_head.weight.grad.abs().sum() > 0
+
+
+def test_log_probs_and_entropy_against_torch_distributions_on_hand_case():
+    actor = Actor([vector_spec(1)], NetworkSettings(hidden_units=4, num_layers=1), ActionSpec(2, (3,)))
+    with torch.no_grad():
+        actor.mean_head.weight.zero_()
+        actor.mean_head.bias.copy_(torch.tensor([0.5, -1.0]))
+        actor.log_std.copy_(torch.tensor([[0.3, -0.7]]))
+        actor.logits_head.weight.zero_()
+        actor.logits_head.bias.copy_(torch.tensor([1.0, 2.0, 0.5]))
+    obs = [torch.zeros(2, 1)]
+    masks = torch.tensor([[True, True, True], [True, False, True]])
+    cont = torch.tensor([[0.0, 0.0], [1.5, -2.0]])
+    disc = torch.tensor([[1], [2]])
+    c_lp, d_lp, ent = actor.evaluate_actions(obs, masks, cont, disc)
+    normal = torch.distributions.Normal(torch.tensor([0.5, -1.0]), torch.exp(torch.tensor([0.3, -0.7])))
+    torch.testing.assert_close(c_lp, normal.log_prob(cont))
+    full = torch.distributions.Categorical(logits=torch.tensor([1.0, 2.0, 0.5]))
+    allowed = torch.distributions.Categorical(logits=torch.tensor([1.0, 0.5]))  # action 1 masked
+    torch.testing.assert_close(d_lp[:, 0], torch.stack([full.log_prob(torch.tensor(1)), allowed.log_prob(torch.tensor(1))]))
+    gaussian_entropy = normal.entropy().sum()
+    torch.testing.assert_close(ent, torch.stack([gaussian_entropy + full.entropy(), gaussian_entropy + allowed.entropy()]))
+    # by hand: N(., sigma) entropy is 0.5 log(2 pi e sigma^2); two equal-ish logits 1 and 0.5
+    p = np.exp([1.0, 0.5]) / np.exp([1.0, 0.5]).sum()
+    hand = sum(0.5 * math.log(2 * math.pi * math.e) + s for s in (0.3, -0.7)) - float((p * np.log(p)).sum())
+    assert float(ent[1].detach()) == pytest.approx(hand, rel=1e-6)
+
+
+def test_masked_action_is_never_sampled():
+    actor = hybrid_actor(seed=4)
+    with torch.no_grad():  # make the masked actions the most likely ones
+        actor.logits_head.bias.copy_(torch.tensor([5.0, 0, 0, 0, 5.0, 0, 0, 0, 5.0]))
+    n = 4000
+    masks = torch.ones(n, 9, dtype=torch.bool)
+    masks[:, 0] = False  # branch 0, action 0
+    masks[:, 4] = False  # branch 1, action 1
+    masks[:, 8] = False  # branch 2, action 3
+    g = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        out = actor.sample([torch.randn(n, 5)], masks, generator=g)
+        free = actor.sample([torch.randn(n, 5)], None, generator=g)
+    assert not (out.discrete[:, 0] == 0).any()
+    assert not (out.discrete[:, 1] == 1).any()
+    assert not (out.discrete[:, 2] == 3).any()
+    assert set(out.discrete[:, 0].tolist()) == {1, 2}  # every allowed action still occurs
+    # negative control: unmasked, the favoured actions dominate
+    assert (free.discrete[:, 0] == 0).float().mean() > 0.9
+
+
+def test_deterministic_sample_is_mean_and_argmax():
+    actor = hybrid_actor()
+    obs = [torch.randn(10, 5)]
+    masks = torch.ones(10, 9, dtype=torch.bool)
+    masks[:, 0] = False
+    with torch.no_grad():
+        out = actor.sample(obs, masks, deterministic=True)
+        dist = actor(obs, masks)
+    torch.testing.assert_close(out.continuous, dist.mean)
+    expected = torch.stack([lp.argmax(1) for lp in dist.log_probs], dim=1)
+    assert torch.equal(out.discrete, expected)
+    assert not (out.discrete[:, 0] == 0).any()
+
+
+def test_continuous_only_and_discrete_only_have_empty_other_half():
+    cont = Actor([vector_spec(3)], SMALL, ActionSpec(2, ()))
+    disc = Actor([vector_spec(3)], SMALL, ActionSpec(0, (4,)))
+    obs = [torch.randn(6, 3)]
+    with torch.no_grad():
+        a = cont.sample(obs, None)
+        b = disc.sample(obs, None)
+        (log_probs,) = disc(obs).log_probs
+    assert a.discrete.shape == (6, 0) and a.discrete_log_probs.shape == (6, 0)
+    assert b.continuous.shape == (6, 0) and b.continuous_log_probs.shape == (6, 0)
+    # state-independent std: every row has the same Gaussian entropy 2 * 0.5 log(2 pi e)
+    torch.testing.assert_close(a.entropy, torch.full((6,), math.log(2 * math.pi * math.e)))
+    torch.testing.assert_close(b.entropy, torch.distributions.Categorical(logits=log_probs).entropy())
+    assert bool((b.entropy > 0).all()) and bool((b.entropy <= math.log(4) + 1e-6).all())
+
+
+def test_action_spec_without_actions_is_refused():
+    with pytest.raises(UnsupportedNetworkError, match="no actions"):
+        Actor([vector_spec(3)], SMALL, ActionSpec(0, ()))
+
+
+# ---------------------------------------------------------------- critic
+
+
+def test_critic_has_one_value_head_per_reward_signal():
+    critic = Critic([vector_spec(4), visual_spec(20, 20, 3)], NetworkSettings(hidden_units=8, normalize=True),
+                    ["extrinsic", "curiosity"])
+    obs = [torch.randn(7, 4), torch.rand(7, 20, 20, 3)]
+    critic.update_normalization(obs)
+    values = critic(obs)
+    assert list(values) == ["extrinsic", "curiosity"]
+    assert all(v.shape == (7,) and v.dtype == torch.float32 for v in values.values())
+    assert not torch.equal(values["extrinsic"], values["curiosity"])
+    assert float(critic.encoder.inputs[0].normalizer.count) == 7
+    with pytest.raises(UnsupportedNetworkError, match="repeat"):
+        ValueHeads(4, ["extrinsic", "extrinsic"])

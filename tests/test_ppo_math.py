@@ -1,0 +1,48 @@
+"""PPO's maths on hand-computed numbers."""
+
+import numpy as np
+import pytest
+import torch
+
+from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae
+from trainers.settings import ScheduleType
+
+REWARDS = [1.0, 0.0, 2.0]
+VALUES = [0.5, 0.4, 0.3]
+
+
+def test_gae_truncated_bootstraps_from_next_value():
+    # deltas: 1 + .9*.4 - .5 = .86; 0 + .9*.3 - .4 = -.13; 2 + .9*1.0 - .3 = 2.6; decay .9*.8 = .72
+    advantages, returns = gae(REWARDS, VALUES, next_value=1.0, terminated=False, gamma=0.9, lambd=0.8)
+    np.testing.assert_allclose(advantages, [2.11424, 1.742, 2.6], rtol=1e-6)
+    np.testing.assert_allclose(returns, np.array([2.11424, 1.742, 2.6]) + VALUES, rtol=1e-6)
+
+
+def test_gae_terminated_ignores_next_value():
+    # last delta: 2 - .3 = 1.7
+    advantages, _ = gae(REWARDS, VALUES, next_value=1000.0, terminated=True, gamma=0.9, lambd=0.8)
+    np.testing.assert_allclose(advantages, [1.64768, 1.094, 1.7], rtol=1e-6)
+
+
+def test_gae_with_lambda_one_is_discounted_return_minus_value():
+    advantages, returns = gae(REWARDS, VALUES, next_value=0.5, terminated=False, gamma=0.5, lambd=1.0)
+    expected_returns = [1 + 0.5 * 0 + 0.25 * 2 + 0.125 * 0.5, 0 + 0.5 * 2 + 0.25 * 0.5, 2 + 0.5 * 0.5]
+    np.testing.assert_allclose(returns, expected_returns, rtol=1e-6)
+
+
+def test_clipped_surrogate_takes_pessimistic_side():
+    ratio = torch.tensor([1.5, 0.5])
+    loss = clipped_surrogate_loss(torch.log(ratio), torch.zeros(2), torch.tensor([1.0, -1.0]), epsilon=0.2)
+    # unclipped [1.5, -0.5], clipped [1.2, -0.8] -> min [1.2, -0.8] -> mean 0.2
+    assert loss.item() == pytest.approx(-0.2)
+
+
+def test_clipped_value_loss_takes_worse_error():
+    loss = clipped_value_loss(torch.tensor([1.0]), torch.tensor([0.0]), torch.tensor([2.0]), epsilon=0.2)
+    assert loss.item() == pytest.approx(3.24)  # clipped estimate 0.2: (2 - 0.2)^2 > (2 - 1)^2
+
+
+def test_schedules():
+    assert decayed_value(ScheduleType.CONSTANT, 3e-4, 1e-10, 500, 1000) == 3e-4
+    assert decayed_value(ScheduleType.LINEAR, 0.2, 0.1, 500, 1000) == pytest.approx(0.15)
+    assert decayed_value(ScheduleType.LINEAR, 0.2, 0.1, 5000, 1000) == pytest.approx(0.1)

@@ -1,0 +1,472 @@
+"""Torch networks of the policy and the critic: observation encoders, the running
+normaliser, the hidden MLP, action heads, the actor and the value heads.
+
+Shape convention: ``B`` batch rows; vector observations are [B, n]; visual observations are
+[B, H, W, C] as Unity sends them (float in [0, 1], or uint8 which is scaled by 1/255), and
+[B, C, H, W] only where ``channels_first=True`` (the exported ONNX graph, as ML-Agents does);
+``c`` continuous action size, ``b`` discrete branches, ``m`` total discrete choices.
+
+Architecture (as ML-Agents' defaults, our own code): every observation is encoded on its own
+(vector: optional running normalisation, identity; visual: ``vis_encode_type`` encoder with
+``hidden_units`` outputs), the encodings are concatenated and go through ``num_layers`` Linear
+layers of ``hidden_units`` with Swish (SiLU) activations. Visual encoders use LeakyReLU
+(``resnet``: Swish), as ML-Agents' do. Continuous actions: Gaussian with a learned
+state-independent log-std (no tanh; the env gets the sample clipped to [-3, 3] / 3).
+Discrete actions: one categorical per branch over masked logits.
+
+Not supported yet (errors name the observation): recurrent memory (LSTM), variable-length
+(buffer sensor) observations that need attention; goal observations are treated as ordinary
+inputs (no hypernetwork conditioning).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import torch
+from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpec
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from trainers.distributions import (
+    branch_log_probs,
+    categorical_entropy,
+    gather_log_probs,
+    gaussian_entropy,
+    gaussian_log_prob,
+    mask_logits,
+    standard_normal_log_prob,
+)
+from trainers.exceptions import ConfigError
+
+if TYPE_CHECKING:
+    from trainers.settings import NetworkSettings
+
+
+class UnsupportedNetworkError(ConfigError):
+    """The behavior's observations/actions or the network settings ask for something these
+    networks cannot build (an image too small for its encoder, recurrent memory...)."""
+
+
+# Normalised observations are clipped to this many standard deviations, as ML-Agents does.
+NORMALIZATION_CLIP = 5.0
+# Added to the variance before the square root, so a constant feature normalises to 0.
+NORMALIZATION_EPSILON = 1e-8
+
+# Smallest image side (pixels) each visual encoder accepts (ML-Agents' documented minimums).
+MIN_RESOLUTION = {"simple": 20, "nature_cnn": 36, "resnet": 15, "match3": 5, "fully_connected": 1}
+
+
+# ---------------------------------------------------------------- initialisation
+
+
+def _init_hidden(module: nn.Module, generator: torch.Generator | None) -> None:
+    """He-normal weights (std sqrt(2 / fan_in)) and zero biases for every Linear/Conv2d."""
+    for layer in module.modules():
+        if isinstance(layer, (nn.Linear, nn.Conv2d)):
+            nn.init.kaiming_normal_(layer.weight, generator=generator)
+            if layer.bias is not None:
+                nn.init.zeros_(layer.bias)
+
+
+def _init_head(layer: nn.Linear, gain: float, generator: torch.Generator | None) -> None:
+    """He-normal weights scaled by ``gain`` (small: near-uniform initial actions), zero bias."""
+    nn.init.kaiming_normal_(layer.weight, generator=generator)
+    with torch.no_grad():
+        layer.weight.mul_(gain)
+    nn.init.zeros_(layer.bias)
+
+
+# ---------------------------------------------------------------- normaliser
+
+
+class Normalizer(nn.Module):
+    """Running mean and variance of a vector observation, in float64 buffers (saved in the
+    state dict, so a checkpoint restores them).
+
+    Before the first ``update`` it is the identity (mean 0, variance 1). ``forward`` returns
+    ``clip((x - mean) / sqrt(var + 1e-8), -5, 5)`` in float32, from float32 copies of the
+    statistics that ``update`` and ``load_state_dict`` refresh (fewer ops per inference, and
+    the exported graph holds float32 constants only: Unity has no float64).
+    """
+
+    mean: Tensor  # [n] float64
+    var: Tensor  # [n] float64, population variance (ddof 0)
+    count: Tensor  # [] float64, samples merged so far
+    offset: Tensor  # [n] float32 mean (not saved: derived)
+    inv_std: Tensor  # [n] float32 1 / sqrt(var + eps) (not saved: derived)
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+        self.register_buffer("mean", torch.zeros(size, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(size, dtype=torch.float64))
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+        self.register_buffer("offset", torch.zeros(size), persistent=False)
+        self.register_buffer("inv_std", torch.ones(size), persistent=False)
+        self._refresh()
+        self.register_load_state_dict_post_hook(lambda module, _keys: module._refresh())
+
+    @torch.no_grad()
+    def _refresh(self) -> None:
+        self.offset.copy_(self.mean)
+        self.inv_std.copy_(torch.rsqrt(self.var + NORMALIZATION_EPSILON))
+
+    @torch.no_grad()
+    def update(self, x: Tensor) -> None:
+        """Merge a batch [B, n] into the running statistics (Chan et al.'s parallel formula)."""
+        x = x.detach().to(device=self.mean.device, dtype=torch.float64).reshape(-1, self.size)
+        m = x.shape[0]
+        if m == 0:
+            return
+        batch_var, batch_mean = torch.var_mean(x, dim=0, correction=0)
+        n = self.count
+        total = n + m
+        delta = batch_mean - self.mean
+        m2 = self.var * n + batch_var * m + delta * delta * (n * m / total)
+        self.mean.add_(delta * (m / total))
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+        self._refresh()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.clamp((x - self.offset) * self.inv_std, -NORMALIZATION_CLIP, NORMALIZATION_CLIP)
+
+
+# ---------------------------------------------------------------- encoders
+
+
+class MLP(nn.Module):
+    """``num_layers`` x (Linear(hidden_units) + Swish); with 0 layers, the identity."""
+
+    def __init__(self, input_size: int, hidden_units: int, num_layers: int) -> None:
+        super().__init__()
+        layers = []
+        size = input_size
+        for _ in range(num_layers):
+            layers.append(nn.Linear(size, hidden_units))
+            size = hidden_units
+        self.layers = nn.ModuleList(layers)
+        self.output_size = size
+
+    def forward(self, x: Tensor) -> Tensor:
+        # functional calls: a module call per layer costs more than the 3DBall-sized matmul
+        for layer in self.layers:
+            x = F.silu(F.linear(x, layer.weight, layer.bias))
+        return x
+
+
+class _ConvEncoder(nn.Module):
+    """Convolutions, flatten, Linear(output_size) + activation; input [B, C, H, W]."""
+
+    def __init__(self, convs: nn.Module, shape_chw: tuple[int, int, int], output_size: int,
+                 activation: type[nn.Module]) -> None:
+        super().__init__()
+        self.convs = convs
+        with torch.no_grad():
+            flat = int(torch.flatten(convs(torch.zeros(1, *shape_chw)), 1).shape[1])
+        self.dense = nn.Sequential(nn.Linear(flat, output_size), activation())
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.dense(torch.flatten(self.convs(x), 1))
+
+
+class _ResidualBlock(nn.Module):
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.body = nn.Sequential(
+            nn.SiLU(), nn.Conv2d(channels, channels, 3, padding=1),
+            nn.SiLU(), nn.Conv2d(channels, channels, 3, padding=1),
+        )
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x + self.body(x)
+
+
+def _visual_encoder(kind: str, shape_chw: tuple[int, int, int], output_size: int) -> nn.Module:
+    """The ``vis_encode_type`` encoder for an image of ``shape_chw``; outputs [B, output_size]."""
+    c = shape_chw[0]
+    if kind == "simple":
+        convs = nn.Sequential(nn.Conv2d(c, 16, 8, stride=4), nn.LeakyReLU(),
+                              nn.Conv2d(16, 32, 4, stride=2), nn.LeakyReLU())
+        return _ConvEncoder(convs, shape_chw, output_size, nn.LeakyReLU)
+    if kind == "nature_cnn":
+        convs = nn.Sequential(nn.Conv2d(c, 32, 8, stride=4), nn.LeakyReLU(),
+                              nn.Conv2d(32, 64, 4, stride=2), nn.LeakyReLU(),
+                              nn.Conv2d(64, 64, 3, stride=1), nn.LeakyReLU())
+        return _ConvEncoder(convs, shape_chw, output_size, nn.LeakyReLU)
+    if kind == "match3":
+        convs = nn.Sequential(nn.Conv2d(c, 35, 3), nn.LeakyReLU(),
+                              nn.Conv2d(35, 144, 3), nn.LeakyReLU())
+        return _ConvEncoder(convs, shape_chw, output_size, nn.LeakyReLU)
+    if kind == "resnet":
+        stages: list[nn.Module] = []
+        in_ch = c
+        for out_ch in (16, 32, 32):
+            stages += [nn.Conv2d(in_ch, out_ch, 3, padding=1), nn.MaxPool2d(3, stride=2, padding=1),
+                       _ResidualBlock(out_ch), _ResidualBlock(out_ch)]
+            in_ch = out_ch
+        stages.append(nn.SiLU())
+        return _ConvEncoder(nn.Sequential(*stages), shape_chw, output_size, nn.SiLU)
+    if kind == "fully_connected":
+        return _ConvEncoder(nn.Identity(), shape_chw, output_size, nn.LeakyReLU)
+    raise UnsupportedNetworkError(
+        f"vis_encode_type {kind!r} is unknown; expected one of {', '.join(MIN_RESOLUTION)}"
+    )
+
+
+class _VectorInput(nn.Module):
+    """A vector observation, normalised when asked."""
+
+    def __init__(self, size: int, normalize: bool) -> None:
+        super().__init__()
+        self.output_size = size
+        self.normalizer = Normalizer(size) if normalize else None
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x if self.normalizer is None else self.normalizer(x)
+
+
+def _describe(index: int, spec: ObservationSpec) -> str:
+    name = getattr(spec, "name", "") or ""
+    return f"observation {index}" + (f" ({name!r})" if name else "") + f" of shape {tuple(spec.shape)}"
+
+
+class ObservationEncoder(nn.Module):
+    """All observations of a behavior -> one [B, output_size] feature vector.
+
+    ``output_size`` is ``hidden_units`` (or the concatenated encodings' width when
+    ``num_layers`` is 0). Raises :class:`UnsupportedNetworkError` naming the observation for
+    an image smaller than its encoder's minimum or an observation rank it cannot encode.
+    """
+
+    def __init__(self, observation_specs: Sequence[ObservationSpec], network_settings: NetworkSettings,
+                 *, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        if len(observation_specs) == 0:
+            raise UnsupportedNetworkError("the behavior has no observations to encode")
+        hidden = int(network_settings.hidden_units)
+        kind = str(getattr(network_settings.vis_encode_type, "value", network_settings.vis_encode_type))
+        self.visual = tuple(len(spec.shape) == 3 for spec in observation_specs)
+        inputs: list[nn.Module] = []
+        total = 0
+        for i, spec in enumerate(observation_specs):
+            shape = tuple(int(s) for s in spec.shape)
+            if len(shape) == 1:
+                vec = _VectorInput(shape[0], bool(network_settings.normalize))
+                inputs.append(vec)
+                total += vec.output_size
+            elif len(shape) == 3:
+                if kind not in MIN_RESOLUTION:
+                    raise UnsupportedNetworkError(
+                        f"vis_encode_type {kind!r} is unknown; expected one of {', '.join(MIN_RESOLUTION)}"
+                    )
+                h, w, c = shape
+                minimum = MIN_RESOLUTION[kind]
+                if h < minimum or w < minimum:
+                    raise UnsupportedNetworkError(
+                        f"{_describe(i, spec)} is {h}x{w} pixels; vis_encode_type {kind!r} needs at "
+                        f"least {minimum}x{minimum}. Use a larger camera/render texture or an encoder "
+                        f"with a smaller minimum (resnet 15, match3 5, fully_connected 1)."
+                    )
+                inputs.append(_visual_encoder(kind, (c, h, w), hidden))
+                total += hidden
+            else:
+                variable = any(
+                    DimensionProperty.VARIABLE_SIZE in DimensionProperty(int(p))
+                    for p in getattr(spec, "dimension_property", ())
+                )
+                what = ("a variable-length (buffer sensor) observation needs an attention "
+                        "encoder, which is not supported yet") if variable else (
+                        "only vector (rank 1) and visual (rank 3, HxWxC) observations are supported")
+                raise UnsupportedNetworkError(f"{_describe(i, spec)}: {what}")
+        self.inputs = nn.ModuleList(inputs)
+        self.body = MLP(total, hidden, int(network_settings.num_layers))
+        self.output_size = self.body.output_size
+        _init_hidden(self, generator)
+
+    def forward(self, obs: Sequence[Tensor], *, channels_first: bool = False) -> Tensor:
+        """``obs``: one tensor per observation spec, in spec order -> [B, output_size]."""
+        encoded = []
+        for x, is_visual, encoder in zip(obs, self.visual, self.inputs):
+            if is_visual:
+                if x.dtype == torch.uint8:
+                    x = x.float() * (1.0 / 255.0)
+                if not channels_first:
+                    x = x.permute(0, 3, 1, 2)
+            encoded.append(encoder(x))
+        h = encoded[0] if len(encoded) == 1 else torch.cat(encoded, dim=1)
+        return self.body(h)
+
+    @torch.no_grad()
+    def update_normalization(self, obs: Sequence[Tensor]) -> None:
+        """Merge a batch of every observation into the vector normalisers (visual: no-op)."""
+        for x, encoder in zip(obs, self.inputs):
+            if isinstance(encoder, _VectorInput) and encoder.normalizer is not None:
+                encoder.normalizer.update(x)
+
+
+# ---------------------------------------------------------------- actor
+
+
+class ActionDistribution(NamedTuple):
+    """The actor's action distribution for a batch. Empty widths where the spec lacks a kind."""
+
+    mean: Tensor  # [B, c] Gaussian means
+    log_std: Tensor  # [1, c] state-independent log standard deviations
+    log_probs: tuple[Tensor, ...]  # one [B, n_i] normalised (masked) log-probs per branch
+
+
+class ActorOutput(NamedTuple):
+    """Actions sampled (or chosen deterministically) for a batch, with their statistics."""
+
+    continuous: Tensor  # [B, c] float, unclipped sample (or the mean)
+    discrete: Tensor  # [B, b] int64 indices
+    continuous_log_probs: Tensor  # [B, c]
+    discrete_log_probs: Tensor  # [B, b] log-prob of the chosen index per branch
+    entropy: Tensor  # [B] summed over continuous dimensions and branches (nats)
+
+
+class Actor(nn.Module):
+    """Observations (+ action masks) -> action distribution; see the module docstring."""
+
+    def __init__(self, observation_specs: Sequence[ObservationSpec], network_settings: NetworkSettings,
+                 action_spec: ActionSpec, *, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        self.continuous_size = int(action_spec.continuous_size)
+        self.discrete_branches = tuple(int(n) for n in action_spec.discrete_branches)
+        if self.continuous_size == 0 and not self.discrete_branches:
+            raise UnsupportedNetworkError("the behavior's action spec has no actions")
+        if any(n < 1 for n in self.discrete_branches):
+            raise UnsupportedNetworkError(f"discrete branch sizes must be >= 1, got {self.discrete_branches}")
+        self.encoder = ObservationEncoder(observation_specs, network_settings, generator=generator)
+        hidden = self.encoder.output_size
+        if self.continuous_size:
+            self.mean_head = nn.Linear(hidden, self.continuous_size)
+            _init_head(self.mean_head, 0.2, generator)
+            self.log_std = nn.Parameter(torch.zeros(1, self.continuous_size))
+        if self.discrete_branches:
+            self.logits_head = nn.Linear(hidden, sum(self.discrete_branches))
+            _init_head(self.logits_head, 0.1, generator)
+
+    def forward(self, obs: Sequence[Tensor], masks: Tensor | None = None, *,
+                channels_first: bool = False) -> ActionDistribution:
+        """``masks``: [B, m] bool/float, True/1 = allowed, or None (all allowed)."""
+        h = self.encoder(obs, channels_first=channels_first)
+        if self.continuous_size:
+            mean, log_std = self.mean_head(h), self.log_std
+        else:
+            mean = log_std = h.new_zeros((h.shape[0], 0))
+        log_probs: tuple[Tensor, ...] = ()
+        if self.discrete_branches:
+            logits = mask_logits(self.logits_head(h), masks)
+            log_probs = branch_log_probs(logits, self.discrete_branches)
+        return ActionDistribution(mean, log_std, log_probs)
+
+    def sample(self, obs: Sequence[Tensor], masks: Tensor | None, deterministic: bool = False, *,
+               generator: torch.Generator | None = None) -> ActorOutput:
+        """Draw actions (``deterministic``: the means and per-branch argmax) with their
+        log-probs and entropy. ``generator`` makes the draws reproducible."""
+        dist = self(obs, masks)
+        batch = dist.mean.shape[0]
+        mean, log_std = dist.mean, dist.log_std
+        if self.continuous_size:
+            if deterministic:
+                continuous = mean
+                cont_log_probs = gaussian_log_prob(continuous, mean, log_std)
+            else:
+                noise = torch.randn(mean.shape, generator=generator, dtype=mean.dtype, device=mean.device)
+                continuous = mean + noise * torch.exp(log_std)
+                cont_log_probs = standard_normal_log_prob(noise) - log_std
+            entropy = gaussian_entropy(log_std).sum(dim=1).expand(batch)
+        else:
+            continuous = cont_log_probs = mean
+            entropy = mean.new_zeros(batch)
+        if self.discrete_branches:
+            if deterministic:
+                discrete = torch.cat([lp.argmax(dim=1, keepdim=True) for lp in dist.log_probs], dim=1)
+            else:
+                discrete = torch.cat(
+                    [torch.multinomial(torch.exp(lp), 1, generator=generator) for lp in dist.log_probs], dim=1
+                )
+            disc_log_probs = gather_log_probs(dist.log_probs, discrete)
+            for lp in dist.log_probs:
+                entropy = entropy + categorical_entropy(lp)
+        else:
+            discrete = torch.zeros((batch, 0), dtype=torch.int64, device=mean.device)
+            disc_log_probs = mean.new_zeros((batch, 0))
+        return ActorOutput(continuous, discrete, cont_log_probs, disc_log_probs, entropy)
+
+    def evaluate_actions(self, obs: Sequence[Tensor], masks: Tensor | None, continuous: Tensor,
+                         discrete: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """Log-probs of given actions and the entropy, differentiable (for the PPO loss):
+        continuous [B, c], discrete [B, b] -> ([B, c], [B, b], entropy [B])."""
+        dist = self(obs, masks)
+        batch = dist.mean.shape[0]
+        if self.continuous_size:
+            cont_log_probs = gaussian_log_prob(continuous, dist.mean, dist.log_std)
+            entropy = gaussian_entropy(dist.log_std).sum(dim=1).expand(batch)
+        else:
+            cont_log_probs = dist.mean
+            entropy = dist.mean.new_zeros(batch)
+        if self.discrete_branches:
+            disc_log_probs = gather_log_probs(dist.log_probs, discrete)
+            for lp in dist.log_probs:
+                entropy = entropy + categorical_entropy(lp)
+        else:
+            disc_log_probs = dist.mean.new_zeros((batch, 0))
+        return cont_log_probs, disc_log_probs, entropy
+
+    def update_normalization(self, obs: Sequence[Tensor]) -> None:
+        """Merge a batch of observations into the encoder's normalisers."""
+        self.encoder.update_normalization(obs)
+
+
+# ---------------------------------------------------------------- critic
+
+
+class ValueHeads(nn.Module):
+    """One linear value head per reward signal: features [B, input_size] -> {name: [B]}.
+
+    Usable on an actor's encoder output for a shared critic (``ValueHeads(actor.encoder.
+    output_size, names)(actor.encoder(obs))``).
+    """
+
+    def __init__(self, input_size: int, stream_names: Sequence[str], *,
+                 generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        self.stream_names = tuple(str(s) for s in stream_names)
+        if not self.stream_names:
+            raise UnsupportedNetworkError("a critic needs at least one reward signal (value head)")
+        if len(set(self.stream_names)) != len(self.stream_names):
+            raise UnsupportedNetworkError(f"reward signal names repeat: {self.stream_names}")
+        self.linear = nn.Linear(input_size, len(self.stream_names))
+        nn.init.xavier_uniform_(self.linear.weight, generator=generator)
+        nn.init.zeros_(self.linear.bias)
+
+    def forward(self, h: Tensor) -> dict[str, Tensor]:
+        values = self.linear(h)
+        return {name: values[:, i] for i, name in enumerate(self.stream_names)}
+
+
+class Critic(nn.Module):
+    """Observations -> one value estimate per reward signal, with its own encoder/normaliser."""
+
+    def __init__(self, observation_specs: Sequence[ObservationSpec], network_settings: NetworkSettings,
+                 stream_names: Sequence[str], *, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        self.encoder = ObservationEncoder(observation_specs, network_settings, generator=generator)
+        self.value_heads = ValueHeads(self.encoder.output_size, stream_names, generator=generator)
+
+    @property
+    def stream_names(self) -> tuple[str, ...]:
+        return self.value_heads.stream_names
+
+    def forward(self, obs: Sequence[Tensor], *, channels_first: bool = False) -> dict[str, Tensor]:
+        """-> {reward signal name: values [B]}."""
+        return self.value_heads(self.encoder(obs, channels_first=channels_first))
+
+    def update_normalization(self, obs: Sequence[Tensor]) -> None:
+        """Merge a batch of observations into the encoder's normalisers."""
+        self.encoder.update_normalization(obs)

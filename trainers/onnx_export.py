@@ -1,0 +1,139 @@
+"""Export a policy's actor as an ONNX model that Unity's inference engine (Sentis /
+Barracuda) runs, to the contract of REFERENCE 1.9 (ML-Agents' model API version 3).
+
+Graph inputs: ``obs_0 .. obs_{N-1}`` (visual ones NCHW), then ``action_masks`` [batch,
+sum(branches)] float with 1 = allowed, only when there are discrete branches (a
+continuous-only model has no mask input, as ML-Agents' pruned exports); no ``recurrent_in``
+(memory size 0). Outputs in order: ``version_number`` [1] = 3, ``memory_size`` [1] = 0, then
+for continuous actions ``continuous_actions`` (a Gaussian sample clipped to [-3, 3] / 3),
+``continuous_action_output_shape`` [1], ``deterministic_continuous_actions`` (the mean,
+clipped and scaled the same way); for discrete actions ``discrete_actions`` [batch, b] int64
+sampled indices, ``discrete_action_output_shape`` [1, b] (branch sizes),
+``deterministic_discrete_actions`` (argmax). Observation normalisation is inside the graph.
+
+Sampling uses opset-9 ops, as ML-Agents' exports: ``RandomNormalLike`` for the Gaussian noise
+and ``Multinomial`` for each branch.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import warnings
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor, nn
+
+from trainers.networks import Actor
+
+if TYPE_CHECKING:
+    from trainers.policy import TorchPolicy
+
+MODEL_API_VERSION = 3  # ML-Agents 2.0+ model format (Unity accepts 2..3)
+OPSET_VERSION = 9
+ACTION_CLIP = 3.0
+
+# Names Unity's model loader looks for.
+OBS_INPUT = "obs_{}"
+ACTION_MASKS = "action_masks"
+VERSION_NUMBER = "version_number"
+MEMORY_SIZE = "memory_size"
+CONTINUOUS_ACTIONS = "continuous_actions"
+CONTINUOUS_SHAPE = "continuous_action_output_shape"
+DETERMINISTIC_CONTINUOUS = "deterministic_continuous_actions"
+DISCRETE_ACTIONS = "discrete_actions"
+DISCRETE_SHAPE = "discrete_action_output_shape"
+DETERMINISTIC_DISCRETE = "deterministic_discrete_actions"
+
+
+class _ExportableActor(nn.Module):
+    """Wraps an :class:`Actor` with the constants and outputs Unity reads."""
+
+    def __init__(self, actor: Actor, num_obs: int) -> None:
+        super().__init__()
+        self.actor = actor
+        self.num_obs = num_obs
+        self.version_number = nn.Parameter(torch.tensor([float(MODEL_API_VERSION)]), requires_grad=False)
+        self.memory_size = nn.Parameter(torch.tensor([0.0]), requires_grad=False)
+        if actor.continuous_size:
+            self.continuous_shape = nn.Parameter(torch.tensor([float(actor.continuous_size)]), requires_grad=False)
+        if actor.discrete_branches:
+            self.discrete_shape = nn.Parameter(
+                torch.tensor([[float(n) for n in actor.discrete_branches]]), requires_grad=False
+            )
+
+    def forward(self, *inputs: Tensor) -> tuple[Tensor, ...]:
+        obs = list(inputs[: self.num_obs])
+        masks = inputs[self.num_obs] if self.actor.discrete_branches else None
+        dist = self.actor(obs, masks, channels_first=True)
+        outputs: list[Tensor] = [self.version_number, self.memory_size]
+        if self.actor.continuous_size:
+            sample = dist.mean + torch.randn_like(dist.mean) * torch.exp(dist.log_std)
+            outputs += [
+                torch.clamp(sample, -ACTION_CLIP, ACTION_CLIP) / ACTION_CLIP,
+                self.continuous_shape,
+                torch.clamp(dist.mean, -ACTION_CLIP, ACTION_CLIP) / ACTION_CLIP,
+            ]
+        if self.actor.discrete_branches:
+            outputs += [
+                torch.cat([torch.multinomial(torch.exp(lp), 1) for lp in dist.log_probs], dim=1),
+                self.discrete_shape,
+                torch.cat([lp.argmax(dim=1, keepdim=True) for lp in dist.log_probs], dim=1),
+            ]
+        return tuple(outputs)
+
+
+def onnx_input_shapes(policy: TorchPolicy) -> dict[str, tuple[int, ...]]:
+    """Input name -> shape without the batch axis, as the exported graph declares them."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for i, spec in enumerate(policy.behavior_spec.observation_specs):
+        shape = tuple(int(s) for s in spec.shape)
+        if len(shape) == 3:
+            shape = (shape[2], shape[0], shape[1])  # HWC -> CHW
+        shapes[OBS_INPUT.format(i)] = shape
+    if policy.discrete_branches:
+        shapes[ACTION_MASKS] = (sum(policy.discrete_branches),)
+    return shapes
+
+
+def onnx_output_names(policy: TorchPolicy) -> list[str]:
+    """The graph's output names, in order."""
+    names = [VERSION_NUMBER, MEMORY_SIZE]
+    if policy.continuous_size:
+        names += [CONTINUOUS_ACTIONS, CONTINUOUS_SHAPE, DETERMINISTIC_CONTINUOUS]
+    if policy.discrete_branches:
+        names += [DISCRETE_ACTIONS, DISCRETE_SHAPE, DETERMINISTIC_DISCRETE]
+    return names
+
+
+def export_policy_onnx(policy: TorchPolicy, path: str | os.PathLike) -> None:
+    """Write ``policy``'s actor to ``path`` (opset 9, batch axis ``batch``).
+
+    Works on a CPU copy of the actor, so the policy may keep acting (on any device) meanwhile.
+    """
+    actor = copy.deepcopy(policy.actor).to("cpu").eval()
+    input_shapes = onnx_input_shapes(policy)
+    wrapper = _ExportableActor(actor, len(policy.behavior_spec.observation_specs)).eval()
+    dummy = tuple(
+        torch.ones((1, *shape)) if name == ACTION_MASKS else torch.zeros((1, *shape))
+        for name, shape in input_shapes.items()
+    )
+    output_names = onnx_output_names(policy)
+    batch_outputs = [CONTINUOUS_ACTIONS, DETERMINISTIC_CONTINUOUS, DISCRETE_ACTIONS, DETERMINISTIC_DISCRETE]
+    dynamic_axes = {name: {0: "batch"} for name in [*input_shapes, *(n for n in batch_outputs if n in output_names)]}
+    with torch.no_grad(), warnings.catch_warnings():
+        # The TorchScript exporter is deprecated in favour of dynamo (which needs onnxscript).
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.onnx.export(
+            wrapper,
+            dummy,
+            os.fspath(path),
+            dynamo=False,
+            opset_version=OPSET_VERSION,
+            input_names=list(input_shapes),
+            output_names=output_names,
+            dynamic_axes=dynamic_axes,
+            do_constant_folding=True,
+            export_params=True,
+        )

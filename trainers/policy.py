@@ -1,0 +1,150 @@
+"""The torch policy the env manager acts with: batched inference over all agents of a
+behavior that need a decision, returning a :class:`processors.ActionInfo`.
+
+The policy holds only the actor (the critic belongs to the optimiser, as in ML-Agents) and
+a ``torch.Generator`` for its draws, so a seed fixes both the initial weights and every
+sampled action; nothing global (torch's default RNG, thread counts) is touched.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+from mlagents_envs.base_env import ActionTuple, BehaviorSpec
+from torch import Tensor
+
+from processors.trajectory import ActionInfo
+from trainers.networks import Actor, UnsupportedNetworkError
+from trainers.onnx_export import export_policy_onnx
+
+if TYPE_CHECKING:
+    from trainers.settings import NetworkSettings
+
+# Unity's actuators expect [-1, 1]; samples are clipped to [-3, 3] and scaled by 1/3, as
+# ML-Agents and the ONNX contract do.
+ACTION_CLIP = 3.0
+
+
+class RecurrentMemoryNotSupportedError(UnsupportedNetworkError):
+    """``network_settings.memory`` is set, but LSTM memory is left for a later issue."""
+
+
+class TorchPolicy:
+    """Actor + sampling for one behavior.
+
+    ``seed`` fixes the initial weights and the stream of sampled actions (None: random).
+    ``memory_size`` is always 0: recurrent memory is not supported yet and asking for it
+    raises :class:`RecurrentMemoryNotSupportedError`.
+    """
+
+    def __init__(self, behavior_spec: BehaviorSpec, network_settings: NetworkSettings, *,
+                 seed: int | None = None, device: str | torch.device = "cpu") -> None:
+        if network_settings.memory is not None:
+            raise RecurrentMemoryNotSupportedError(
+                "network_settings.memory: recurrent memory (LSTM) is not supported yet; "
+                "remove the memory section from this behavior's network_settings"
+            )
+        self.behavior_spec = behavior_spec
+        self.network_settings = network_settings
+        self.device = torch.device(device)
+        self.memory_size = 0
+        self.continuous_size = int(behavior_spec.action_spec.continuous_size)
+        self.discrete_branches = tuple(int(n) for n in behavior_spec.action_spec.discrete_branches)
+        self._obs_shapes = tuple(tuple(int(s) for s in spec.shape) for spec in behavior_spec.observation_specs)
+        init_generator = torch.Generator()
+        self.seed = int(seed) if seed is not None else int(init_generator.seed())
+        init_generator.manual_seed(self.seed)
+        self.actor = Actor(behavior_spec.observation_specs, network_settings, behavior_spec.action_spec,
+                           generator=init_generator)
+        self.actor.to(self.device).eval()
+        self._generator = torch.Generator(device=self.device)
+        self._generator.manual_seed(self.seed)
+
+    def reseed(self, seed: int) -> None:
+        """Restart the stream of sampled actions from ``seed`` (weights unchanged)."""
+        self._generator.manual_seed(int(seed))
+
+    # ------------------------------------------------------------ conversions
+
+    def obs_to_tensors(self, obs: Sequence[np.ndarray]) -> list[Tensor]:
+        """Observations, one [N, *shape] array per sensor in spec order, as tensors on the
+        policy's device (float32; uint8 images stay uint8 and are scaled inside the network)."""
+        if len(obs) != len(self._obs_shapes):
+            raise ValueError(f"expected {len(self._obs_shapes)} observation arrays (one per sensor), got {len(obs)}")
+        tensors = []
+        for i, (o, shape) in enumerate(zip(obs, self._obs_shapes)):
+            o = np.asarray(o)
+            if o.shape[1:] != shape:
+                raise ValueError(f"observation {i}: expected shape [N, {', '.join(map(str, shape))}], got {list(o.shape)}")
+            if o.dtype != np.uint8 and o.dtype != np.float32:
+                o = o.astype(np.float32)
+            tensors.append(torch.as_tensor(o, device=self.device))
+        return tensors
+
+    def masks_to_tensor(self, action_masks: np.ndarray | None) -> Tensor | None:
+        """[N, sum(branches)] bool, True = allowed, as a tensor (None when no discrete branch
+        or no mask: everything allowed)."""
+        if action_masks is None or not self.discrete_branches:
+            return None
+        return torch.as_tensor(np.asarray(action_masks, dtype=bool), device=self.device)
+
+    # ------------------------------------------------------------ inference
+
+    def act(self, obs: Sequence[np.ndarray], action_masks: np.ndarray | None, agent_ids: np.ndarray,
+            memories: np.ndarray | None = None, deterministic: bool | None = None) -> ActionInfo:
+        """Actions for the N agents whose observations are rows of ``obs``, in one batch.
+
+        ``action_masks``: [N, sum(branches)] bool, True where allowed (None: all allowed).
+        ``memories`` is ignored (memory size 0). ``deterministic`` (default: the network
+        settings' value) takes the Gaussian means and each branch's most likely action.
+        """
+        if deterministic is None:
+            deterministic = bool(self.network_settings.deterministic)
+        agent_ids = np.asarray(agent_ids, dtype=np.int32)
+        n = agent_ids.shape[0]
+        if n == 0:
+            return ActionInfo.empty(self.continuous_size, len(self.discrete_branches), self.memory_size)
+        with torch.inference_mode():
+            out = self.actor.sample(self.obs_to_tensors(obs), self.masks_to_tensor(action_masks),
+                                    deterministic, generator=self._generator)
+            continuous = out.continuous.cpu().numpy()
+            discrete = out.discrete.to(torch.int32).cpu().numpy()
+            # float32 clip and divide, the same arithmetic as the exported graph's
+            env_continuous = np.clip(continuous, -ACTION_CLIP, ACTION_CLIP) / np.float32(ACTION_CLIP)
+            info = ActionInfo(
+                agent_ids=agent_ids,
+                env_actions=ActionTuple(continuous=env_continuous, discrete=discrete),
+                continuous_actions=continuous,
+                discrete_actions=discrete,
+                continuous_log_probs=out.continuous_log_probs.cpu().numpy(),
+                discrete_log_probs=out.discrete_log_probs.cpu().numpy(),
+                entropy=out.entropy.cpu().numpy(),
+                memories=np.zeros((n, 0), np.float32),
+            )
+        return info
+
+    def update_normalization(self, obs: Sequence[np.ndarray]) -> None:
+        """Merge a batch of observations (one [T, *shape] array per sensor) into the actor's
+        running normalisers (no-op unless ``normalize``)."""
+        if not self.network_settings.normalize:
+            return
+        self.actor.update_normalization(self.obs_to_tensors(obs))
+
+    # ------------------------------------------------------------ weights
+
+    def get_weights(self) -> dict[str, Tensor]:
+        """CPU copies of the actor's state (parameters and normaliser), safe to hand to
+        another thread: later training does not change them."""
+        return {k: v.detach().to("cpu", copy=True) for k, v in self.actor.state_dict().items()}
+
+    def load_weights(self, weights: Mapping[str, Tensor]) -> None:
+        """Replace the actor's state with ``weights`` (from :meth:`get_weights`); strict."""
+        self.actor.load_state_dict(dict(weights), strict=True)
+
+    def export_onnx(self, path: str | os.PathLike) -> None:
+        """Write the actor as a Unity-ready ONNX model (see :mod:`trainers.onnx_export`)."""
+        export_policy_onnx(self, path)

@@ -1,0 +1,70 @@
+"""The maths of PPO as pure functions, so tests can feed numbers and check numbers.
+
+Shapes: ``[T]`` one value per step of a trajectory, ``[B]`` one per sample of a minibatch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from trainers.settings import ScheduleType
+
+
+def gae(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    next_value: float,
+    terminated: bool,
+    gamma: float,
+    lambd: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Generalised advantage estimates and lambda-returns of one trajectory.
+
+    rewards: [T] float, reward following each step. values: [T] float, V(obs_t).
+    next_value: V(next_obs), the value after the last step; ignored when ``terminated``
+    (a true terminal has no future). A time-horizon cut or an interrupted (max-step)
+    ending is truncation: pass ``terminated=False`` so the future is bootstrapped.
+    Returns (advantages [T] float32, returns [T] float32) with returns = advantages + values.
+    """
+    rewards = np.asarray(rewards, np.float64)
+    values = np.asarray(values, np.float64)
+    following = np.append(values[1:], 0.0 if terminated else float(next_value))
+    deltas = rewards + gamma * following - values
+    advantages = np.empty_like(deltas)
+    running = 0.0
+    decay = gamma * lambd
+    for t in range(deltas.shape[0] - 1, -1, -1):
+        running = deltas[t] + decay * running
+        advantages[t] = running
+    return advantages.astype(np.float32), (advantages + values).astype(np.float32)
+
+
+def clipped_surrogate_loss(log_probs: Tensor, old_log_probs: Tensor, advantages: Tensor, epsilon: float) -> Tensor:
+    """PPO's clipped policy loss (to minimise), averaged over the batch.
+
+    log_probs, old_log_probs: [B] joint log-probability of each sample's whole action
+    (summed over continuous dimensions and discrete branches). advantages: [B].
+    """
+    ratio = torch.exp(log_probs - old_log_probs)
+    unclipped = ratio * advantages
+    clipped = torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon) * advantages
+    return -torch.min(unclipped, clipped).mean()
+
+
+def clipped_value_loss(values: Tensor, old_values: Tensor, returns: Tensor, epsilon: float) -> Tensor:
+    """Value loss with the estimate kept within ``epsilon`` of the one that collected the
+    data (the worse of the clipped and unclipped squared errors), averaged over the batch.
+    All [B]."""
+    clipped = old_values + torch.clamp(values - old_values, -epsilon, epsilon)
+    return torch.max((returns - values) ** 2, (returns - clipped) ** 2).mean()
+
+
+def decayed_value(schedule: ScheduleType, initial: float, minimum: float, step: int, max_steps: int) -> float:
+    """A hyperparameter at ``step``: constant, or linear from ``initial`` down to ``minimum``
+    at ``max_steps`` (and held there)."""
+    if schedule == ScheduleType.CONSTANT or max_steps <= 0:
+        return float(initial)
+    fraction = min(max(step, 0) / max_steps, 1.0)
+    return float(initial - (initial - minimum) * fraction)

@@ -1,0 +1,92 @@
+"""Trainer types by name: the built-in ones plus those plugins add.
+
+A plugin is a setuptools entry point in the group ``agents_learn.trainer_type`` whose
+target is a function returning ``(trainers, hyperparameter_types)``: dicts from the
+trainer type name (as written in ``trainer_type:``) to the Trainer class and to the attrs
+class of its ``hyperparameters`` section. Trainer classes are constructed with the keyword
+arguments of :meth:`TrainerRegistry.create`.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib import metadata
+from typing import Any, Mapping
+
+import torch
+from mlagents_envs.base_env import BehaviorSpec
+
+from stats import StatsReporter
+from trainers.checkpoints import BehaviorCheckpoints
+from trainers.exceptions import ConfigError, UnknownTrainerTypeError
+from trainers.ppo import PPOTrainer
+from trainers.settings import TrainerSettings, builtin_hyperparameter_types
+from trainers.trainer import Trainer
+
+logger = logging.getLogger(__name__)
+
+TRAINER_TYPE_GROUP = "agents_learn.trainer_type"
+
+
+class TrainerPluginError(ConfigError):
+    """A trainer-type plugin failed to load or returned something unusable."""
+
+
+def builtin_trainers() -> dict[str, type[Trainer]]:
+    """The trainer types agents-learn itself implements."""
+    return {"ppo": PPOTrainer}
+
+
+class TrainerRegistry:
+    """Which Trainer class and hyperparameters class go with each trainer type name."""
+
+    def __init__(self, trainers: Mapping[str, type[Trainer]], hyperparameter_types: Mapping[str, type]):
+        self.trainers = dict(trainers)
+        self.hyperparameter_types = dict(hyperparameter_types)
+
+    @staticmethod
+    def with_plugins(group: str = TRAINER_TYPE_GROUP) -> TrainerRegistry:
+        """The built-in types plus every plugin installed in ``group``."""
+        trainers: dict[str, type[Trainer]] = builtin_trainers()
+        hyperparameters = builtin_hyperparameter_types()
+        for entry_point in metadata.entry_points(group=group):
+            where = f"trainer plugin {entry_point.name!r} ({entry_point.value})"
+            try:
+                plugin_trainers, plugin_hyperparameters = entry_point.load()()
+                trainers.update(dict(plugin_trainers))
+                hyperparameters.update(dict(plugin_hyperparameters))
+            except Exception as error:  # noqa: BLE001 - reported with the plugin's name
+                raise TrainerPluginError(f"{where} failed to load: {type(error).__name__}: {error}") from error
+            logger.info("Loaded %s: %s", where, ", ".join(sorted(plugin_trainers)))
+        return TrainerRegistry(trainers, hyperparameters)
+
+    def create(
+        self,
+        *,
+        behavior_name: str,
+        behavior_spec: BehaviorSpec,
+        settings: TrainerSettings,
+        stats_reporter: StatsReporter,
+        checkpoints: BehaviorCheckpoints | None,
+        seed: int,
+        device: str | torch.device,
+    ) -> Trainer:
+        """A trainer for one behavior; a clear error if its type has no trainer."""
+        trainer_class = self.trainers.get(settings.trainer_type)
+        if trainer_class is None:
+            available = ", ".join(sorted(self.trainers))
+            raise UnknownTrainerTypeError(
+                f"behaviors.{behavior_name}.trainer_type: {settings.trainer_type!r} has no trainer in "
+                f"agents-learn yet (available: {available}; plugins add more through the "
+                f"'{TRAINER_TYPE_GROUP}' entry-point group)"
+            )
+        kwargs: dict[str, Any] = dict(
+            behavior_name=behavior_name,
+            behavior_spec=behavior_spec,
+            settings=settings,
+            stats_reporter=stats_reporter,
+            checkpoints=checkpoints,
+            seed=seed,
+            device=device,
+        )
+        return trainer_class(**kwargs)

@@ -1,0 +1,247 @@
+"""What every trainer shares: consuming trajectory queues, counting steps, summaries,
+checkpoints, publishing policies, and running in a thread of its own.
+
+A concrete trainer (PPO in ``trainers.ppo``) supplies four things: how a trajectory
+enters its buffer, when an update is due, the update itself, and its state for
+checkpoints. Steps are counted as ML-Agents does: every transition of every trajectory
+the trainer receives, whichever agent it came from.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from processors.queue import AgentManagerQueue
+from processors.trajectory import Trajectory
+from stats import StatsReporter
+from stats.tags import IS_TRAINING
+from trainers.checkpoints import BehaviorCheckpoints, CheckpointRecord, load_state
+from trainers.exceptions import CheckpointError, TrainerError
+from trainers.policy import TorchPolicy
+from trainers.settings import TrainerSettings
+
+logger = logging.getLogger(__name__)
+
+# How many trajectories one advance() takes from a queue before checking for an update,
+# so a flood of trajectories cannot starve the update (and the back-pressure it relieves).
+MAX_TRAJECTORIES_PER_ADVANCE = 64
+
+
+class Trainer(abc.ABC):
+    """Trains one behavior's policy from the trajectories on its queues."""
+
+    def __init__(
+        self,
+        *,
+        behavior_name: str,
+        settings: TrainerSettings,
+        policy: TorchPolicy,
+        stats_reporter: StatsReporter,
+        checkpoints: BehaviorCheckpoints | None,
+    ):
+        self.behavior_name = behavior_name
+        self.settings = settings
+        self.policy = policy
+        self.stats_reporter = stats_reporter
+        self.checkpoints = checkpoints
+        self.step = 0
+        self.elapsed_before = 0.0  # training seconds of earlier sessions of this run (resume)
+        self._session_start = time.monotonic()
+        self._trajectory_queues: list[AgentManagerQueue[Trajectory]] = []
+        self._policy_queues: list[AgentManagerQueue[Any]] = []
+        self._next_summary_step = settings.summary_freq
+        self._next_checkpoint_step = settings.effective_checkpoint_interval
+        self._last_checkpoint: CheckpointRecord | None = None
+        self._recent_reward: float | None = None
+
+    # ------------------------------------------------------------------ wiring
+
+    def subscribe_trajectory_queue(self, trajectory_queue: AgentManagerQueue[Trajectory]) -> None:
+        self._trajectory_queues.append(trajectory_queue)
+
+    def publish_policy_queue(self, policy_queue: AgentManagerQueue[Any]) -> None:
+        self._policy_queues.append(policy_queue)
+
+    @property
+    def should_still_train(self) -> bool:
+        return self.step < self.settings.max_steps
+
+    @property
+    def elapsed_seconds(self) -> float:
+        """Training time of this run so far, including sessions before a resume."""
+        return self.elapsed_before + (time.monotonic() - self._session_start)
+
+    # ------------------------------------------------------------------ the loop
+
+    def advance(self, timeout: float = 0.0) -> bool:
+        """Take what the queues hold (waiting up to ``timeout`` s for the first item), update
+        when due. Returns whether anything was done."""
+        worked = False
+        for trajectory_queue in self._trajectory_queues:
+            for i in range(MAX_TRAJECTORIES_PER_ADVANCE):
+                try:
+                    trajectory = trajectory_queue.get(timeout=timeout if i == 0 and not worked else 0.0)
+                except AgentManagerQueue.Empty:
+                    break
+                worked = True
+                if self.should_still_train:
+                    self._process_trajectory(trajectory)
+                    self._increment_step(trajectory.length)
+        if self.should_still_train and self._is_ready_update():
+            with_stats = self._update_policy()
+            for key, value in with_stats.items():
+                self.stats_reporter.add_stat(key, value)
+            self._publish_policy()
+            worked = True
+        return worked
+
+    def _increment_step(self, n: int) -> None:
+        self.step += n
+        if self.step >= self._next_summary_step:
+            self._write_summary(self._next_summary_step)
+            interval = self.settings.summary_freq
+            self._next_summary_step = (self.step // interval + 1) * interval
+        if self.step >= self._next_checkpoint_step and self.checkpoints is not None:
+            self.save_checkpoint()
+            interval = self.settings.effective_checkpoint_interval
+            self._next_checkpoint_step = (self.step // interval + 1) * interval
+
+    def _write_summary(self, step: int) -> None:
+        self.stats_reporter.set_stat(IS_TRAINING, float(self.should_still_train))
+        summaries = self.stats_reporter.write_stats(step)
+        reward = summaries.get("Environment/Cumulative Reward")
+        if reward is not None and reward.count > 0:
+            self._recent_reward = reward.mean
+
+    def _publish_policy(self) -> None:
+        weights = self.policy.get_weights()
+        for policy_queue in self._policy_queues:
+            policy_queue.put(weights)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """Everything a resumed run needs to continue at this exact step."""
+        return {
+            "format": 1,
+            "behavior": self.behavior_name,
+            "step": self.step,
+            "elapsed_seconds": self.elapsed_seconds,
+            **self._state_dicts(),
+        }
+
+    def save_checkpoint(self) -> CheckpointRecord:
+        """Write the step's checkpoint files; returns their record."""
+        if self.checkpoints is None:
+            raise CheckpointError(f"{self.behavior_name}: this trainer has no checkpoint folder")
+        self._last_checkpoint = self.checkpoints.save(
+            self.step, self.checkpoint_state(), self.policy.export_onnx, self._recent_reward
+        )
+        return self._last_checkpoint
+
+    def save_final(self) -> Path | None:
+        """Checkpoint the current step (unless just done) and copy its ONNX model to
+        ``results/<run-id>/<Behavior>.onnx``."""
+        if self.checkpoints is None:
+            return None
+        record = self._last_checkpoint
+        if record is None or record.steps != self.step:
+            record = self.save_checkpoint()
+        return self.checkpoints.save_final(record)
+
+    def resume(self) -> None:
+        """Continue from the behavior's latest checkpoint: weights, optimiser, normalisers,
+        step (and with it every schedule), elapsed time."""
+        if self.checkpoints is None:
+            raise CheckpointError(f"{self.behavior_name}: this trainer has no checkpoint folder")
+        state = self.checkpoints.load_latest()
+        self._load_state_dicts(state, strict=True)
+        self.step = int(state["step"])
+        self.elapsed_before = float(state.get("elapsed_seconds", 0.0))
+        self._session_start = time.monotonic()
+        summary, checkpoint = self.settings.summary_freq, self.settings.effective_checkpoint_interval
+        self._next_summary_step = (self.step // summary + 1) * summary
+        self._next_checkpoint_step = (self.step // checkpoint + 1) * checkpoint
+        self._publish_policy()
+
+    def initialize_from(self, path: str | Path) -> None:
+        """Start from another run's weights (``init_path``); step and optimiser start fresh.
+
+        ``path`` is a ``.pt`` file or a behavior folder holding ``checkpoint.pt``.
+        """
+        path = Path(path)
+        if path.is_dir():
+            path = path / "checkpoint.pt"
+        if not path.exists():
+            raise CheckpointError(f"{self.behavior_name}: init_path {path} does not exist")
+        self._load_state_dicts(load_state(path), strict=False, weights_only=True)
+        self._publish_policy()
+
+    # ------------------------------------------------------------------ for subclasses
+
+    @abc.abstractmethod
+    def _process_trajectory(self, trajectory: Trajectory) -> None:
+        """Add one trajectory to the update buffer (with its advantages, for PPO)."""
+
+    @abc.abstractmethod
+    def _is_ready_update(self) -> bool:
+        """Whether enough experience is buffered for an update."""
+
+    @abc.abstractmethod
+    def _update_policy(self) -> dict[str, float]:
+        """One update; returns stats to report (``Losses/...``, ``Policy/...``)."""
+
+    @abc.abstractmethod
+    def _state_dicts(self) -> dict[str, Any]:
+        """Module and optimiser state dicts by name, for checkpoints."""
+
+    @abc.abstractmethod
+    def _load_state_dicts(self, state: dict[str, Any], *, strict: bool, weights_only: bool = False) -> None:
+        """Restore what :meth:`_state_dicts` saved (``weights_only``: networks, not optimiser)."""
+
+
+class TrainerThread:
+    """Runs ``trainer.advance()`` in a daemon thread until ``stop`` is set.
+
+    An exception in the trainer is kept in ``error`` and sets ``failed``, so the main thread
+    can stop the run with it (after saving what it can) instead of training on without a
+    trainer.
+    """
+
+    def __init__(self, trainer: Trainer, stop: threading.Event):
+        self.trainer = trainer
+        self.stop = stop
+        self.failed = threading.Event()
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"trainer-{trainer.behavior_name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._thread.join(timeout)
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def raise_if_failed(self) -> None:
+        """Re-raise a trainer's exception in the calling thread as a TrainerError."""
+        if self.error is not None:
+            raise TrainerError(
+                f"trainer for behavior {self.trainer.behavior_name!r} failed: "
+                f"{type(self.error).__name__}: {self.error}"
+            ) from self.error
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                self.trainer.advance(timeout=0.05)
+        except BaseException as error:  # noqa: BLE001 - handed to the main thread
+            logger.debug("trainer %s failed", self.trainer.behavior_name, exc_info=True)
+            self.error = error
+            self.failed.set()
