@@ -98,7 +98,7 @@ class PPOTrainer(Trainer):
                                  generator=generator)
         self.critic.to(self.device)
         parameters = {id(p): p for p in [*policy.actor.parameters(), *self.critic.parameters()]}
-        self.optimizer = torch.optim.Adam(parameters.values(), lr=hyperparameters.learning_rate)
+        self.optimizer = torch.optim.Adam(parameters.values(), lr=hyperparameters.learning_rate, fused=True)
         self._shuffle = torch.Generator().manual_seed(seed + 2)
         self.buffer = UpdateBuffer(
             [tuple(spec.shape) for spec in behavior_spec.observation_specs],

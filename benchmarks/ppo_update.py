@@ -1,0 +1,124 @@
+"""Seconds per PPO update with ML-Agents' 3DBall settings, and policy inference rates.
+
+The update buffer holds 12096 synthetic samples (8-float observations, 2 continuous
+actions): with batch 64 and 3 epochs that is 567 minibatch steps, the figure ML-Agents
+0.28 needs about 2.8 s for on this kind of machine. Trajectory processing (normaliser,
+value estimates, GAE) is timed separately. Printed as one JSON object; medians of repeats.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
+
+from processors import Trajectory
+from stats import StatsReporter
+from trainers.ppo import PPOTrainer
+from trainers.settings import load_run_options
+
+SAMPLES = 12_096
+TRAJECTORY_LENGTH = 1_000
+SPEC = BehaviorSpec(
+    [ObservationSpec((8,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "vector")], ActionSpec(2, ())
+)
+
+
+def synthetic_trajectories(rng: np.random.Generator) -> list[Trajectory]:
+    lengths = [TRAJECTORY_LENGTH] * (SAMPLES // TRAJECTORY_LENGTH) + [SAMPLES % TRAJECTORY_LENGTH]
+    trajectories = []
+    for i, n in enumerate(lengths):
+        actions = rng.standard_normal((n, 2)).astype(np.float32)
+        done = np.zeros(n, bool)
+        done[-1] = i % 2 == 0
+        trajectories.append(
+            Trajectory(
+                behavior_id="3DBall?team=0",
+                agent_id=f"agent_0-{i}",
+                obs=(rng.standard_normal((n, 8)).astype(np.float32),),
+                next_obs=(rng.standard_normal(8).astype(np.float32),),
+                rewards=np.full(n, 0.1, np.float32),
+                done=done,
+                interrupted=np.zeros(n, bool),
+                continuous_actions=actions,
+                discrete_actions=np.zeros((n, 0), np.int32),
+                continuous_log_probs=-0.5 * actions**2 - 0.92,
+                discrete_log_probs=np.zeros((n, 0), np.float32),
+                action_masks=np.zeros((n, 0), bool),
+                prev_continuous_actions=np.zeros((n, 2), np.float32),
+                prev_discrete_actions=np.zeros((n, 0), np.int32),
+                memories=np.zeros((n, 0), np.float32),
+            )
+        )
+    return trajectories
+
+
+def measure_update(threads: int, repeats: int) -> dict:
+    torch.set_num_threads(threads)
+    settings = load_run_options(Path(__file__).resolve().parents[1] / "config/ppo/3DBall.yaml").behavior_settings(
+        "3DBall"
+    )
+    trainer = PPOTrainer(
+        behavior_name="3DBall", behavior_spec=SPEC, settings=settings, stats_reporter=StatsReporter("3DBall"), seed=0
+    )
+    trajectories = synthetic_trajectories(np.random.default_rng(0))
+    update_seconds, processing_seconds = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for trajectory in trajectories:
+            trainer._process_trajectory(trajectory)
+        processing_seconds.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        trainer._update_policy()
+        update_seconds.append(time.perf_counter() - start)
+    hp = settings.hyperparameters
+    return {
+        "torch_threads": threads,
+        "samples": SAMPLES,
+        "minibatch_steps": (SAMPLES // hp.batch_size) * hp.num_epoch,
+        "update_seconds": round(statistics.median(update_seconds), 3),
+        "trajectory_processing_seconds": round(statistics.median(processing_seconds), 3),
+    }
+
+
+def measure_inference(agents: int, threads: int, calls: int) -> dict:
+    torch.set_num_threads(threads)
+    settings = load_run_options(Path(__file__).resolve().parents[1] / "config/ppo/3DBall.yaml").behavior_settings(
+        "3DBall"
+    )
+    trainer = PPOTrainer(
+        behavior_name="3DBall", behavior_spec=SPEC, settings=settings, stats_reporter=StatsReporter("3DBall"), seed=0
+    )
+    obs = [np.random.default_rng(1).standard_normal((agents, 8)).astype(np.float32)]
+    ids = np.arange(agents, dtype=np.int32)
+    trainer.policy.act(obs, None, ids)
+    rates = []
+    for _ in range(3):
+        start = time.perf_counter()
+        for _ in range(calls):
+            trainer.policy.act(obs, None, ids)
+        rates.append(agents * calls / (time.perf_counter() - start))
+    return {"agents": agents, "torch_threads": threads, "actions_per_s": round(statistics.median(rates))}
+
+
+def main() -> None:
+    results = {
+        "benchmark": "ppo_update",
+        "settings": "ML-Agents 3DBall: batch 64, buffer 12000, 3 epochs, 2x128 hidden, normalize",
+        "update": [measure_update(1, 3), measure_update(2, 3)],
+        "inference": [measure_inference(n, 1, 300) for n in (1, 16, 256)],
+    }
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,271 @@
+"""Python side of the ML-Agents gRPC exchange: loopback by default, bounded waits, no pickling.
+
+Unity is the gRPC client and calls ``Exchange(UnityMessageProto) -> UnityMessageProto``;
+Python is the server. Each call's request is handed from the gRPC handler thread to the main
+thread through a queue (the message object itself, not a pickled copy), and the handler
+thread waits for the main thread's reply on a second queue. The main thread never waits
+longer than ``timeout_wait`` seconds for any message, start-up included, and checks the
+build's process every ``poll_interval_s`` while it waits.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import queue
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Optional
+
+import grpc
+from mlagents_envs.communicator import Communicator
+from mlagents_envs.communicator_objects.unity_input_pb2 import UnityInputProto
+from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
+from mlagents_envs.communicator_objects.unity_output_pb2 import UnityOutputProto
+from mlagents_envs.exception import UnityWorkerInUseException
+
+from envs.exceptions import (
+    UnityBuildQuitError,
+    UnityBuildTimeoutError,
+    UnityMessageTooLargeError,
+)
+
+logger = logging.getLogger(__name__)
+
+SERVICE_NAME = "communicator_objects.UnityToExternalProto"
+LOOPBACK = "127.0.0.1"
+# Status codes in HeaderProto, as the C# communicator uses them.
+STATUS_OK = 200
+STATUS_QUIT = 400
+
+PollCallback = Callable[[], None]
+
+
+class _Oversized:
+    """Placeholder for a request whose raw size exceeded the limit (never parsed)."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+def is_loopback(address: str) -> bool:
+    """True for 127.0.0.0/8, ::1 and 'localhost'."""
+    host = address.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _grpc_address(host: str, port: int) -> str:
+    host = host.strip("[]")
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class _Rendezvous:
+    """Hands messages between the gRPC handler thread and the main thread.
+
+    Unity sends one request at a time and waits for its reply, so one inbox and one outbox
+    suffice. ``closed`` releases a handler waiting for a reply that will never come.
+    """
+
+    def __init__(self, max_message_bytes: int) -> None:
+        self.inbox: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        self.outbox: "queue.SimpleQueue[UnityMessageProto]" = queue.SimpleQueue()
+        self.closed = threading.Event()
+        self.max_message_bytes = max_message_bytes
+
+    def deserialize(self, data: bytes) -> Any:
+        if len(data) > self.max_message_bytes:
+            return _Oversized(len(data))
+        return UnityMessageProto.FromString(data)
+
+    def exchange(self, request: Any, context: grpc.ServicerContext) -> UnityMessageProto:
+        self.inbox.put(request)
+        while True:
+            try:
+                return self.outbox.get(timeout=0.25)
+            except queue.Empty:
+                if self.closed.is_set() or not context.is_active():
+                    quit_message = UnityMessageProto()
+                    quit_message.header.status = STATUS_QUIT
+                    return quit_message
+
+
+class LoopbackCommunicator(Communicator):
+    """gRPC server for one Unity process (or the Editor) on ``bind_address:port``.
+
+    port 0 binds a free port chosen by the OS; read it back from ``.port``. Raises
+    UnityWorkerInUseException if the port is taken (SO_REUSEPORT is off, so two
+    environments can never share a port).
+    """
+
+    def __init__(
+        self,
+        worker_id: int = 0,
+        port: int = 5005,
+        timeout_wait: float = 60.0,
+        *,
+        bind_address: str = LOOPBACK,
+        max_message_bytes: int = 64 * 1024 * 1024,
+        poll_interval_s: float = 0.1,
+    ) -> None:
+        super().__init__(worker_id, port)
+        if timeout_wait <= 0:
+            raise ValueError(f"timeout_wait must be positive, got {timeout_wait}")
+        if max_message_bytes <= 0:
+            raise ValueError(f"max_message_bytes must be positive, got {max_message_bytes}")
+        self.worker_id = worker_id
+        self.timeout_wait = float(timeout_wait)
+        self.bind_address = bind_address
+        self.max_message_bytes = int(max_message_bytes)
+        self.poll_interval_s = poll_interval_s
+        self._rendezvous = _Rendezvous(self.max_message_bytes)
+        self._steps = 0
+        self.is_open = False
+        if not is_loopback(bind_address):
+            logger.warning(
+                "worker %d: the Unity connection listens on %s, reachable from other machines, "
+                "without authentication; anyone who can reach it can pose as the environment. "
+                "Use only inside a trusted network (e.g. a Docker bridge).",
+                worker_id,
+                bind_address,
+            )
+        self.port = self._start_server(port)
+        self.is_open = True
+
+    def _where(self) -> str:
+        return f"worker {self.worker_id} (port {self.port})"
+
+    def _start_server(self, port: int) -> int:
+        if port != 0:
+            self._check_port_free(port)
+        self._server = grpc.server(
+            thread_pool=ThreadPoolExecutor(max_workers=4, thread_name_prefix="unity-grpc"),
+            options=(
+                ("grpc.so_reuseport", 0),
+                ("grpc.max_receive_message_length", -1),
+                ("grpc.max_send_message_length", -1),
+            ),
+        )
+        handler = grpc.unary_unary_rpc_method_handler(
+            self._rendezvous.exchange,
+            request_deserializer=self._rendezvous.deserialize,
+            response_serializer=UnityMessageProto.SerializeToString,
+        )
+        self._server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(SERVICE_NAME, {"Exchange": handler}),)
+        )
+        try:
+            bound = self._server.add_insecure_port(_grpc_address(self.bind_address, port))
+        except RuntimeError:
+            bound = 0
+        if bound == 0:
+            self._server.stop(None)
+            raise UnityWorkerInUseException(self.worker_id)
+        self._server.start()
+        return bound
+
+    def _check_port_free(self, port: int) -> None:
+        family = socket.AF_INET6 if ":" in self.bind_address else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((self.bind_address.strip("[]"), port))
+            except OSError:
+                raise UnityWorkerInUseException(self.worker_id) from None
+
+    def _receive(self, waiting_for: str, poll_callback: Optional[PollCallback]) -> UnityMessageProto:
+        """Next message from Unity, or a clear error within timeout_wait seconds."""
+        start = time.monotonic()
+        deadline = start + self.timeout_wait
+        inbox = self._rendezvous.inbox
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise UnityBuildTimeoutError(
+                    f"{self._where()}: no message from Unity for {self.timeout_wait:g} s while "
+                    f"waiting for {waiting_for} (after {self._steps} exchanges). The build may "
+                    "be hung, waiting for user input, or unable to connect; check its log.",
+                    worker_id=self.worker_id,
+                    port=self.port,
+                    waited_s=time.monotonic() - start,
+                )
+            try:
+                message = inbox.get(timeout=min(self.poll_interval_s, remaining))
+            except queue.Empty:
+                if poll_callback is not None:
+                    poll_callback()
+                continue
+            if isinstance(message, _Oversized):
+                raise UnityMessageTooLargeError(
+                    f"{self._where()}: Unity sent a {message.size:,}-byte message while Python "
+                    f"was waiting for {waiting_for}; the limit is max_message_bytes="
+                    f"{self.max_message_bytes:,}. Raise it (e.g. for large visual observations).",
+                    worker_id=self.worker_id,
+                    port=self.port,
+                    size=message.size,
+                    limit=self.max_message_bytes,
+                )
+            self._steps += 1
+            if message.header.status != STATUS_OK:
+                self.is_open = False
+                raise UnityBuildQuitError(
+                    f"{self._where()}: Unity ended the session (status {message.header.status}"
+                    f"{': ' + message.header.message if message.header.message else ''}) while "
+                    f"Python was waiting for {waiting_for}.",
+                    worker_id=self.worker_id,
+                    port=self.port,
+                )
+            return message
+
+    def _send(self, unity_input: Optional[UnityInputProto]) -> None:
+        message = UnityMessageProto()
+        message.header.status = STATUS_OK
+        if unity_input is not None:
+            message.unity_input.CopyFrom(unity_input)
+        self._rendezvous.outbox.put(message)
+
+    def initialize(
+        self, inputs: UnityInputProto, poll_callback: Optional[PollCallback] = None
+    ) -> UnityOutputProto:
+        """Start-up handshake: academy parameters in, ``inputs`` out, then Unity's second
+        message (its request for the first command), whose reply is the next exchange."""
+        first = self._receive("the build to connect", poll_callback)
+        self._send(inputs)
+        self._receive("the build's second start-up message", poll_callback)
+        return first.unity_output
+
+    def exchange(
+        self, inputs: UnityInputProto, poll_callback: Optional[PollCallback] = None
+    ) -> UnityOutputProto:
+        """Send one input (reset or step) and return Unity's next output.
+
+        Raises UnityBuildQuitError if Unity ended the session, never returns None.
+        """
+        if not self.is_open:
+            raise UnityBuildQuitError(
+                f"{self._where()}: the connection is closed.",
+                worker_id=self.worker_id,
+                port=self.port,
+            )
+        self._send(inputs)
+        return self._receive("the reply to a step or reset", poll_callback).unity_output
+
+    def close(self) -> None:
+        """Tell Unity to quit (status 400) and stop the server; safe to call twice."""
+        if getattr(self, "_server", None) is None:
+            return
+        quit_message = UnityMessageProto()
+        quit_message.header.status = STATUS_QUIT
+        self._rendezvous.outbox.put(quit_message)
+        self._rendezvous.closed.set()
+        self.is_open = False
+        self._server.stop(grace=0.5).wait(2.0)
+        self._server = None

@@ -1,0 +1,291 @@
+"""envs.unity.UnityEnvironment through the real gRPC protocol, against the stand-in build."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+
+import numpy as np
+import pytest
+
+from envs.unity import UnityEnvironment
+from envs.unity.communicator import LoopbackCommunicator
+from envs.unity.standin import render_frame, visual_key, write_launcher
+from envs.exceptions import (
+    UnityBuildCrashedError,
+    UnityBuildQuitError,
+    UnityBuildTimeoutError,
+    UnityMessageTooLargeError,
+)
+from mlagents_envs.base_env import ActionTuple
+from mlagents_envs.exception import (
+    UnityCommunicatorStoppedException,
+    UnityEnvironmentException,
+    UnityTimeOutException,
+    UnityWorkerInUseException,
+)
+from mlagents_envs.side_channel.engine_configuration_channel import EngineConfigurationChannel
+from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
+from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
+
+TIMEOUT = 20  # seconds: generous for a loaded 2-core machine, still bounded
+
+
+@pytest.fixture
+def make_env(tmp_path):
+    """Factory: open a stand-in build with scene flags; every env is closed at teardown."""
+    envs = []
+
+    def make(*flags: str, **kwargs) -> UnityEnvironment:
+        launcher = write_launcher(str(tmp_path), extra_args=list(flags))
+        kwargs.setdefault("timeout_wait", TIMEOUT)
+        kwargs.setdefault("base_port", 0)
+        env = UnityEnvironment(file_name=launcher, **kwargs)
+        envs.append(env)
+        return env
+
+    yield make
+    for env in envs:
+        env.close()
+
+
+def zero_actions(env: UnityEnvironment) -> None:
+    for name, spec in env.behavior_specs.items():
+        decision, _ = env.get_steps(name)
+        env.set_actions(name, spec.action_spec.empty_action(len(decision)))
+
+
+def test_balance_scene_specs_rewards_and_reset(make_env):
+    env = make_env("--scene", "balance")
+    env.reset()
+    (name,) = env.behavior_specs
+    assert name == "Balance?team=0"
+    spec = env.behavior_specs[name]
+    assert [o.shape for o in spec.observation_specs] == [(8,)]
+    assert spec.action_spec.continuous_size == 2 and spec.action_spec.discrete_branches == ()
+    decision, terminal = env.get_steps(name)
+    np.testing.assert_array_equal(decision.agent_id, np.arange(12))
+    assert len(terminal) == 0 and decision.obs[0].shape == (12, 8)
+    # Decision period 5: each decision carries 5 academy steps of +0.1 reward.
+    env.set_actions(name, ActionTuple(continuous=np.zeros((12, 2), dtype=np.float32)))
+    env.step()
+    decision, terminal = env.get_steps(name)
+    assert len(decision) == 12 and len(terminal) == 0
+    np.testing.assert_array_equal(decision.reward, np.full(12, 0.5, dtype=np.float32))
+    # A reset starts new episodes: new ids, no terminal steps.
+    env.reset()
+    decision, terminal = env.get_steps(name)
+    np.testing.assert_array_equal(decision.agent_id, np.arange(12, 24))
+    assert len(terminal) == 0
+
+
+def test_interrupted_steps_new_ids_and_stats(make_env):
+    stats = StatsSideChannel()
+    env = make_env("--scene", "balance", "--max-step", "10", side_channels=[stats])
+    env.reset()
+    name = "Balance?team=0"
+    for _ in range(2):
+        zero_actions(env)
+        env.step()
+    decision, terminal = env.get_steps(name)
+    # Academy step 10: every episode is cut at max_step; the same message starts new ones.
+    np.testing.assert_array_equal(terminal.agent_id, np.arange(12))
+    assert terminal.interrupted.all()
+    np.testing.assert_array_equal(terminal.reward, np.full(12, 0.5, dtype=np.float32))
+    np.testing.assert_array_equal(decision.agent_id, np.arange(12, 24))
+    lengths = stats.get_and_reset_stats()["StandIn/episode_length"]
+    assert [value for value, _ in lengths] == [10.0] * 12
+
+
+def test_visual_scene_masks_images_and_decision_periods(make_env):
+    env = make_env("--scene", "visual")
+    env.reset()
+    name = "Corridor?team=0"
+    spec = env.behavior_specs[name]
+    assert [o.shape for o in spec.observation_specs] == [(3,), (16, 16, 3), (8, 8, 1)]
+    assert spec.action_spec.discrete_branches == (3, 2)
+
+    def check_observations(decision) -> None:
+        for row, agent_id in enumerate(decision.agent_id):
+            x = int(decision.obs[0][row, 0])
+            expected = render_frame(visual_key(int(agent_id), x), (16, 16, 3)) / np.float32(255)
+            np.testing.assert_array_equal(decision.obs[1][row], expected.astype(np.float32))  # via PNG
+            raw = render_frame(visual_key(int(agent_id), x), (8, 8, 1)) / np.float32(255)
+            np.testing.assert_array_equal(decision.obs[2][row], raw.astype(np.float32))
+            mask = decision.action_mask
+            assert mask[0][row].tolist() == [False, x == 0, x == 7]
+            assert mask[1][row].tolist() == [False, False]
+
+    decision, _ = env.get_steps(name)
+    np.testing.assert_array_equal(decision.agent_id, np.arange(4))
+    check_observations(decision)
+    # Periods alternate 1, 2: odd agents skip every other step and accumulate its reward.
+    zero_actions(env)
+    env.step()
+    decision, terminal = env.get_steps(name)
+    np.testing.assert_array_equal(decision.agent_id, [0, 2])
+    np.testing.assert_array_equal(decision.reward, np.full(2, -0.01, dtype=np.float32))
+    assert len(terminal) == 0
+    check_observations(decision)
+    zero_actions(env)
+    env.step()
+    decision, _ = env.get_steps(name)
+    np.testing.assert_array_equal(decision.agent_id, np.arange(4))
+    np.testing.assert_array_equal(decision.reward, np.float32([-0.01, -0.02, -0.01, -0.02]))
+    check_observations(decision)
+
+
+def test_two_behaviors_spec_arrives_with_first_agents(make_env):
+    env = make_env("--scene", "two_behaviors")
+    env.reset()
+    assert list(env.behavior_specs) == ["Striker?team=0"]
+    zero_actions(env)
+    env.step()  # academy step 2
+    assert "Goalie?team=1" not in env.behavior_specs
+    zero_actions(env)
+    env.step()  # academy step 3: the goalie spawns and its spec comes with it
+    goalie = env.behavior_specs["Goalie?team=1"]
+    assert goalie.action_spec.discrete_branches == (3,)
+    decision, _ = env.get_steps("Goalie?team=1")
+    assert decision.agent_id.tolist() == [2]  # ids count on from the strikers' 0 and 1
+    for _ in range(3):
+        for name, spec in env.behavior_specs.items():
+            d, _ = env.get_steps(name)
+            env.set_actions(name, spec.action_spec.random_action(len(d)))
+        env.step()
+    assert len(env.get_steps("Striker?team=0")[0]) == 2
+
+
+def test_engine_and_parameter_channels_answered_through_stats(make_env, tmp_path):
+    engine, parameters, stats = EngineConfigurationChannel(), EnvironmentParametersChannel(), StatsSideChannel()
+    env = make_env("--scene", "balance", side_channels=[engine, parameters, stats],
+                   log_folder=str(tmp_path), no_graphics=True)
+    engine.set_configuration_parameters(time_scale=7.0)
+    parameters.set_float_parameter("gravity", 3.5)
+    env.reset()
+    received = stats.get_and_reset_stats()
+    assert received["StandIn/time_scale"][0][0] == 7.0
+    assert received["StandIn/param/gravity"][0][0] == 3.5
+    log = (tmp_path / "Player-0.log").read_text()
+    assert f"--mlagents-port', '{env.port}'" in log and "-nographics" in log
+
+
+def test_crash_is_reported_with_worker_port_and_signal(make_env):
+    env = make_env("--scene", "balance", "--crash-after", "2")
+    env.reset()
+    for _ in range(2):
+        zero_actions(env)
+        env.step()
+    zero_actions(env)
+    start = time.monotonic()
+    with pytest.raises(UnityBuildCrashedError) as info:
+        env.step()
+    assert time.monotonic() - start < TIMEOUT
+    message = str(info.value)
+    assert "worker 0" in message and f"port {env.port}" in message and "SIGSEGV" in message
+    assert isinstance(info.value, UnityEnvironmentException)
+
+
+def test_hang_times_out_and_close_ends_the_process(make_env):
+    env = make_env("--scene", "balance", "--hang-after", "1", timeout_wait=6)
+    env.reset()
+    zero_actions(env)
+    env.step()
+    process = env.process
+    zero_actions(env)
+    start = time.monotonic()
+    with pytest.raises(UnityBuildTimeoutError) as info:
+        env.step()
+    waited = time.monotonic() - start
+    assert 6 <= waited < 6 + 5
+    assert f"port {env.port}" in str(info.value) and isinstance(info.value, UnityTimeOutException)
+    assert process.poll() is None  # hung, not dead
+    env.close()
+    assert process.poll() is not None
+
+
+def test_death_during_startup_is_an_error_not_a_hang(make_env):
+    start = time.monotonic()
+    with pytest.raises(UnityBuildCrashedError) as info:
+        make_env("--scene", "balance", "--die-at-startup")
+    assert time.monotonic() - start < TIMEOUT
+    assert info.value.returncode == 3 and "return code 3" in str(info.value)
+
+
+def test_quit_ends_the_session_with_a_clear_error(make_env):
+    env = make_env("--scene", "balance", "--quit-after", "1")
+    env.reset()
+    zero_actions(env)
+    env.step()
+    zero_actions(env)
+    with pytest.raises(UnityBuildQuitError) as info:
+        env.step()
+    assert isinstance(info.value, UnityCommunicatorStoppedException)
+    assert f"port {env.port}" in str(info.value)
+
+
+def test_editor_that_never_connects_times_out():
+    start = time.monotonic()
+    with pytest.raises(UnityBuildTimeoutError, match="the build to connect"):
+        UnityEnvironment(file_name=None, base_port=0, timeout_wait=1)
+    assert time.monotonic() - start < 5
+
+
+def _non_loopback_address() -> str:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("10.255.255.255", 1))  # UDP connect sends nothing; it picks the interface
+        return s.getsockname()[0]
+
+
+def test_port_is_loopback_only_unless_asked(caplog):
+    address = _non_loopback_address()
+    assert not address.startswith("127.")
+    default = LoopbackCommunicator(0, 0, TIMEOUT)
+    try:
+        with socket.create_connection(("127.0.0.1", default.port), timeout=5):
+            pass
+        with pytest.raises(OSError):
+            socket.create_connection((address, default.port), timeout=5).close()
+    finally:
+        default.close()
+    # Control: the same address reaches a server that listens on all interfaces.
+    with caplog.at_level(logging.WARNING):
+        everywhere = LoopbackCommunicator(1, 0, TIMEOUT, bind_address="0.0.0.0")
+    try:
+        socket.create_connection((address, everywhere.port), timeout=5).close()
+        assert "without authentication" in caplog.text and "worker 1" in caplog.text
+    finally:
+        everywhere.close()
+
+
+def test_port_in_use_is_refused():
+    first = LoopbackCommunicator(0, 0, TIMEOUT)
+    try:
+        with pytest.raises(UnityWorkerInUseException):
+            LoopbackCommunicator(3, first.port, TIMEOUT)
+    finally:
+        first.close()
+
+
+def test_observation_over_4mb_passes_when_allowed_and_fails_clearly_when_not(make_env):
+    shape = (600, 600, 3)  # 4.32 MB of float32, over gRPC's default 4 MB cap
+    with pytest.raises(UnityMessageTooLargeError) as info:
+        make_env("--scene", "large", max_message_bytes=4 * 1024 * 1024).reset()
+    assert info.value.size > 4 * 1024 * 1024 and "max_message_bytes=4,194,304" in str(info.value)
+    env = make_env("--scene", "large", max_message_bytes=8 * 1024 * 1024)
+    env.reset()
+    decision, _ = env.get_steps("Large?team=0")
+    expected = render_frame(int(decision.agent_id[0]), shape) / np.float32(255)
+    np.testing.assert_array_equal(decision.obs[0][0], expected.astype(np.float32))
+
+
+def test_constructor_keywords_match_stock():
+    import inspect
+
+    from mlagents_envs.environment import UnityEnvironment as Stock
+
+    stock = list(inspect.signature(Stock.__init__).parameters)
+    ours = list(inspect.signature(UnityEnvironment.__init__).parameters)
+    assert ours[: len(stock)] == stock
+    assert {"bind_address", "max_message_bytes"} <= set(ours)
