@@ -184,18 +184,16 @@ class AgentProcessor:
         slots = rows_of(slots)
         rows = table.agent["count"][slots]
         steps, agent = table.steps, table.agent
-        if self._continuous_size:
-            actions = rows_of(info.continuous_actions)
-            steps["prev_continuous"][slots, rows] = agent["last_continuous"][slots]
-            steps["continuous"][slots, rows] = actions
-            steps["continuous_log_prob"][slots, rows] = rows_of(info.continuous_log_probs)
-            agent["last_continuous"][slots] = actions
-        if self._branches:
-            actions = rows_of(info.discrete_actions)
-            steps["prev_discrete"][slots, rows] = agent["last_discrete"][slots]
-            steps["discrete"][slots, rows] = actions
-            steps["discrete_log_prob"][slots, rows] = rows_of(info.discrete_log_probs)
-            agent["last_discrete"][slots] = actions
+        for kind, width, actions, log_probs in (
+            ("continuous", self._continuous_size, info.continuous_actions, info.continuous_log_probs),
+            ("discrete", len(self._branches), info.discrete_actions, info.discrete_log_probs),
+        ):
+            if width:
+                actions = rows_of(actions)
+                steps[f"prev_{kind}"][slots, rows] = agent[f"last_{kind}"][slots]
+                steps[kind][slots, rows] = actions
+                steps[f"{kind}_log_prob"][slots, rows] = rows_of(log_probs)
+                agent[f"last_{kind}"][slots] = actions
         if self._memory_size:
             agent["memory_state"][slots] = rows_of(info.memories)
         agent["acted"][slots] = True
@@ -204,34 +202,38 @@ class AgentProcessor:
 
     def _record_terminals(self, table: AgentTable, worker_id: int, terminal_steps: TerminalSteps) -> None:
         slots = table.find(agent_keys(worker_id, terminal_steps.agent_id))
+        rewards, interrupted, obs = terminal_steps.reward, terminal_steps.interrupted, terminal_steps.obs
         known = slots >= 0
-        slots = slots[known]
-        if slots.shape[0] == 0:
-            return  # agents that never decided: nothing to record or free
-        agent = table.agent
+        if not known.all():  # agents that never decided: nothing to record or free
+            slots, rewards, interrupted = slots[known], rewards[known], interrupted[known]
+            obs = [o[known] for o in obs]
+            if slots.shape[0] == 0:
+                return
+        agent, steps = table.agent, table.steps
         acted = agent["acted"][slots]
-        completing = slots[acted]
+        everyone_acted = bool(acted.all())
+        if not everyone_acted:
+            # An agent that collected steps but got no action for its last decision ends
+            # without a terminal transition: its trajectory goes out as interrupted.
+            counts = agent["count"][slots]
+            stranded = ~acted & (counts > 0)
+            stranded_slots, stranded_counts = slots[stranded], counts[stranded]
+            steps["done"][stranded_slots, stranded_counts - 1] = True
+            steps["interrupted"][stranded_slots, stranded_counts - 1] = True
+            self._publish(
+                table, stranded_slots, stranded_counts, self._pending_obs(table, stranded_slots, stranded_counts)
+            )
+            rewards, interrupted = rewards[acted], interrupted[acted]
+            obs = [o[acted] for o in obs]
+        completing = slots if everyone_acted else slots[acted]
         rows = agent["count"][completing]
-        rewards = terminal_steps.reward[known][acted]
-        table.steps["reward"][completing, rows] = rewards
-        table.steps["done"][completing, rows] = True
-        table.steps["interrupted"][completing, rows] = terminal_steps.interrupted[known][acted]
-        agent["count"][completing] = rows + 1
+        steps["reward"][completing, rows] = rewards
+        steps["done"][completing, rows] = True
+        steps["interrupted"][completing, rows] = interrupted
         agent["episode_reward"][completing] += rewards
         agent["episode_transitions"][completing] += 1
-
-        counts = agent["count"][slots]
-        # An agent that had collected steps but got no action for its last decision ends
-        # without a terminal transition: its trajectory goes out as interrupted.
-        stranded = ~acted & (counts > 0)
-        stranded_slots, stranded_counts = slots[stranded], counts[stranded]
-        table.steps["done"][stranded_slots, stranded_counts - 1] = True
-        table.steps["interrupted"][stranded_slots, stranded_counts - 1] = True
         self._report_episodes(table, slots, terminal_transition=acted)
-        self._publish(table, completing, rows + 1, [o[known][acted] for o in terminal_steps.obs])
-        self._publish(
-            table, stranded_slots, stranded_counts, self._pending_obs(table, stranded_slots, stranded_counts)
-        )
+        self._publish(table, completing, rows + 1, obs)
         table.release(slots, _FLAG_FIELDS)
 
     def _record_decisions(self, table: AgentTable, worker_id: int, decision_steps: DecisionSteps) -> None:

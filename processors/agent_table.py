@@ -114,7 +114,8 @@ class AgentTable:
         for name in clear_steps:
             self.steps[name][slots] = 0
         for array in self.agent.values():
-            array[slots] = 0
+            if array.size:  # zero-width fields (no memory, no discrete actions) hold nothing
+                array[slots] = 0
         self._free.extend(slots.tolist())
 
     def ensure_time(self, needed: int) -> None:
