@@ -32,6 +32,16 @@ ENTROPY = "Policy/Entropy"
 _FLAG_FIELDS = ("done", "interrupted")
 
 
+def _any(flags: np.ndarray) -> bool:
+    """``flags.any()`` without its Python-level dispatch (which costs more than the work
+    on the small batches of a typical step)."""
+    return np.count_nonzero(flags) > 0
+
+
+def _all(flags: np.ndarray) -> bool:
+    return np.count_nonzero(flags) == flags.size
+
+
 class AgentProcessor:
     """Turns one behavior's DecisionSteps/TerminalSteps into :class:`Trajectory` objects.
 
@@ -176,7 +186,7 @@ class AgentProcessor:
         else:
             slots = table.find(agent_keys(worker_id, info.agent_ids))
         waiting = slots >= 0  # every live agent has an observation waiting for its action
-        everyone = bool(waiting.all())
+        everyone = _all(waiting)
 
         def rows_of(values: np.ndarray) -> np.ndarray:
             return values if everyone else values[waiting]
@@ -204,14 +214,14 @@ class AgentProcessor:
         slots = table.find(agent_keys(worker_id, terminal_steps.agent_id))
         rewards, interrupted, obs = terminal_steps.reward, terminal_steps.interrupted, terminal_steps.obs
         known = slots >= 0
-        if not known.all():  # agents that never decided: nothing to record or free
+        if not _all(known):  # agents that never decided: nothing to record or free
             slots, rewards, interrupted = slots[known], rewards[known], interrupted[known]
             obs = [o[known] for o in obs]
             if slots.shape[0] == 0:
                 return
         agent, steps = table.agent, table.steps
         acted = agent["acted"][slots]
-        everyone_acted = bool(acted.all())
+        everyone_acted = _all(acted)
         if not everyone_acted:
             # An agent that collected steps but got no action for its last decision ends
             # without a terminal transition: its trajectory goes out as interrupted.
@@ -240,11 +250,11 @@ class AgentProcessor:
         keys = agent_keys(worker_id, decision_steps.agent_id)
         slots = table.find(keys)
         new = slots < 0
-        if new.any():
+        if _any(new):
             slots[new] = table.allocate(keys[new])
         agent, steps = table.agent, table.steps
         acted = agent["acted"][slots]
-        if acted.any():
+        if _any(acted):
             completing = slots[acted]
             rows = agent["count"][completing]
             rewards = decision_steps.reward[acted]
@@ -254,11 +264,11 @@ class AgentProcessor:
             agent["episode_reward"][completing] += rewards
             agent["episode_transitions"][completing] += 1
             full = counts >= self._max_trajectory_length
-            if full.any():
+            if _any(full):
                 full_rows = np.flatnonzero(acted)[full]
                 self._publish(table, completing[full], counts[full], [o[full_rows] for o in decision_steps.obs])
                 agent["count"][completing[full]] = 0
-            if ((counts == table.time_capacity) & ~full).any():
+            if _any((counts == table.time_capacity) & ~full):
                 table.ensure_time(table.time_capacity + 1)
         rows = agent["count"][slots]
         for i, obs in enumerate(decision_steps.obs):
@@ -293,7 +303,7 @@ class AgentProcessor:
         """
         transitions = table.agent["episode_transitions"][slots]
         played = transitions > 0
-        if not played.any():
+        if not _any(played):
             return
         rewards = table.agent["episode_reward"][slots][played]
         lengths = transitions[played] - terminal_transition[played]

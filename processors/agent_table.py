@@ -79,7 +79,7 @@ class AgentTable:
         sorted_keys = self._sorted_keys
         if sorted_keys.shape[0] == 0:
             return np.full(keys.shape[0], -1, np.int64)
-        pos = np.searchsorted(sorted_keys, keys)
+        pos = sorted_keys.searchsorted(keys)
         np.minimum(pos, sorted_keys.shape[0] - 1, out=pos)
         return np.where(sorted_keys[pos] == keys, self._sorted_slots[pos], -1)
 
@@ -108,7 +108,7 @@ class AgentTable:
         if slots.shape[0] == 0:
             return
         keep = np.ones(self._sorted_keys.shape[0], bool)
-        keep[np.searchsorted(self._sorted_keys, self.slot_key[slots])] = False
+        keep[self._sorted_keys.searchsorted(self.slot_key[slots])] = False
         self._sorted_keys = self._sorted_keys[keep]
         self._sorted_slots = self._sorted_slots[keep]
         for name in clear_steps:
@@ -150,9 +150,10 @@ class AgentTable:
         self.slot_capacity = capacity
 
     def gather(self, name: str, slots: np.ndarray, length: int) -> np.ndarray:
-        """[K, length, ...] copy of the first ``length`` rows of ``slots``."""
+        """[K, length, ...] copy of the first ``length`` rows of ``slots`` (for a zero-width
+        field, a view of nothing: there is nothing to copy)."""
         array = self.steps[name]
-        if array.size == 0:  # a zero-width field: nothing to copy
-            return np.empty((slots.shape[0], length, *array.shape[2:]), array.dtype)
+        if array.size == 0:
+            return array[: slots.shape[0], :length]
         return array[slots, :length]
 

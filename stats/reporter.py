@@ -22,15 +22,19 @@ _AVERAGE = StatsAggregationMethod.AVERAGE
 _MOST_RECENT = StatsAggregationMethod.MOST_RECENT
 _HISTOGRAM = StatsAggregationMethod.HISTOGRAM
 
-# Batches up to this many values are folded in with plain Python arithmetic on a list;
-# above it numpy reductions win (see benchmarks/stats_reporter.py).
-_SMALL_BATCH = 32
+# Batches queued before they are folded into the running statistics (see _Accumulator).
+_PENDING_BATCHES = 256
 
 
 class _Accumulator:
-    """Running count/sum/mean/M2/min/max of one key (Chan's parallel merge for batches)."""
+    """Running count/sum/mean/M2/min/max of one key (Chan's parallel merge for batches).
 
-    __slots__ = ("aggregation", "count", "total", "mean", "m2", "min", "max", "samples")
+    Batches are queued as arrays and folded in with a few numpy reductions once enough have
+    queued (or when read): a step's handful of values then costs one append instead of a
+    Python pass over them, and memory stays bounded by the queue length.
+    """
+
+    __slots__ = ("aggregation", "count", "total", "mean", "m2", "min", "max", "samples", "pending")
 
     def __init__(self, aggregation: StatsAggregationMethod) -> None:
         self.aggregation = aggregation
@@ -41,9 +45,11 @@ class _Accumulator:
         self.min = math.inf
         self.max = -math.inf
         self.samples: list[np.ndarray] | None = [] if aggregation is _HISTOGRAM else None
+        self.pending: list[np.ndarray] = []
 
     def set_aggregation(self, aggregation: StatsAggregationMethod) -> None:
         if aggregation is not self.aggregation:
+            self.fold()
             self.aggregation = aggregation
             if aggregation is _HISTOGRAM and self.samples is None:
                 # Samples before the switch are gone; the histogram covers what comes next.
@@ -56,10 +62,17 @@ class _Accumulator:
         self.m2 = 0.0
         self.min = math.inf
         self.max = -math.inf
+        self.pending = []
         if self.samples is not None:
             self.samples = []
 
+    @property
+    def empty(self) -> bool:
+        return self.count == 0 and not self.pending
+
     def add_one(self, x: float) -> None:
+        if self.pending:
+            self.fold()  # keep values in arrival order (histogram samples)
         n = self.count + 1
         delta = x - self.mean
         self.mean += delta / n
@@ -74,37 +87,26 @@ class _Accumulator:
             self.samples.append(np.array([x]))
 
     def add_many(self, values: np.ndarray | Sequence[float]) -> None:
-        if isinstance(values, np.ndarray):
-            k = values.size
-            if k == 0:
-                return
-            if k <= _SMALL_BATCH:
-                self._merge_list(values.ravel().tolist())
-            else:
-                arr = values.astype(np.float64, copy=False).ravel()
-                bsum = float(arr.sum())
-                bmean = bsum / k
-                dev = arr - bmean
-                self._merge(k, bsum, bmean, float(np.dot(dev, dev)), float(arr.min()), float(arr.max()))
-                if self.samples is not None:
-                    self.samples.append(arr.copy())
-        else:
-            k = len(values)
-            if k == 0:
-                return
-            if k <= _SMALL_BATCH:
-                self._merge_list([float(v) for v in values])
-            else:
-                self.add_many(np.asarray(values, dtype=np.float64))
+        batch = np.array(values, dtype=np.float64).ravel()  # a copy: callers may reuse buffers
+        if batch.size == 0:
+            return
+        self.pending.append(batch)
+        if len(self.pending) >= _PENDING_BATCHES:
+            self.fold()
 
-    def _merge_list(self, vals: list[float]) -> None:
-        k = len(vals)
-        bsum = sum(vals)
+    def fold(self) -> None:
+        """Merge the queued batches into the running statistics."""
+        if not self.pending:
+            return
+        arr = self.pending[0] if len(self.pending) == 1 else np.concatenate(self.pending)
+        self.pending = []
+        k = arr.size
+        bsum = float(arr.sum())
         bmean = bsum / k
-        bm2 = sum((v - bmean) * (v - bmean) for v in vals)
-        self._merge(k, bsum, bmean, bm2, min(vals), max(vals))
+        dev = arr - bmean
+        self._merge(k, bsum, bmean, float(np.dot(dev, dev)), float(arr.min()), float(arr.max()))
         if self.samples is not None:
-            self.samples.append(np.array(vals, dtype=np.float64))
+            self.samples.append(arr)
 
     def _merge(self, k: int, bsum: float, bmean: float, bm2: float, bmin: float, bmax: float) -> None:
         n = self.count + k
@@ -119,6 +121,7 @@ class _Accumulator:
             self.max = bmax
 
     def summary(self) -> StatsSummary:
+        self.fold()
         if self.count == 0:
             return StatsSummary.empty()
         full = None
@@ -293,7 +296,7 @@ class StatsReporter:
     def keys(self) -> list[str]:
         """Keys with at least one value in the current window."""
         with self._window.lock:
-            return [k for k, acc in self._window.accumulators.items() if acc.count > 0]
+            return [k for k, acc in self._window.accumulators.items() if not acc.empty]
 
     def write_stats(self, step: int) -> Mapping[str, StatsSummary]:
         """Summarise and clear the window, hand the summaries to every writer; returns them.
@@ -305,7 +308,7 @@ class StatsReporter:
         with window.lock:
             accumulators = window.accumulators
             window.accumulators = {}
-        values = {key: acc.summary() for key, acc in accumulators.items() if acc.count > 0}
+        values = {key: acc.summary() for key, acc in accumulators.items() if not acc.empty}
         if self._hub is not None:
             self._hub.write(self.category, values, step)
         return values
