@@ -15,7 +15,6 @@ from tests.steps import (
     decision_steps,
     drain,
     fake_policy,
-    terminal_steps,
     vector_steps,
     vector_terminals,
 )

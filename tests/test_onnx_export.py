@@ -14,7 +14,7 @@ from mlagents_envs.base_env import (
     ObservationSpec,
     ObservationType,
 )
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto
 
 from trainers.policy import TorchPolicy
 from trainers.settings import EncoderType, NetworkSettings

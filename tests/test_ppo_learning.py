@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 
 import attrs
-import pytest
 import torch
 
 from envs.builtin import make_env

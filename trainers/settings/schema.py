@@ -106,15 +106,16 @@ class Hyperparameters:
 
 
 @attrs.frozen(kw_only=True)
-class PPOSettings(Hyperparameters):
-    """PPO. ``beta``: entropy bonus; ``epsilon``: surrogate clip; ``lambd``: GAE lambda."""
+class POCASettings(Hyperparameters):
+    """MA-POCA, and the keys PPO shares with it. ``beta``: entropy bonus; ``epsilon``:
+    surrogate clip; ``lambd``: GAE lambda. POCA has no ``shared_critic`` (its centralised
+    critic is the point)."""
 
     learning_rate_schedule: ScheduleType = ScheduleType.LINEAR
     beta: float = 5.0e-3
     epsilon: float = 0.2
     lambd: float = 0.95
     num_epoch: int = 3
-    shared_critic: bool = False
     _beta_schedule: ScheduleType | None = attrs.field(default=None, alias="beta_schedule")
     _epsilon_schedule: ScheduleType | None = attrs.field(default=None, alias="epsilon_schedule")
 
@@ -130,26 +131,10 @@ class PPOSettings(Hyperparameters):
 
 
 @attrs.frozen(kw_only=True)
-class POCASettings(Hyperparameters):
-    """MA-POCA: PPO's keys without ``shared_critic`` (the centralised critic is the point)."""
+class PPOSettings(POCASettings):
+    """PPO: POCA's keys plus ``shared_critic`` (value heads on the actor's encoder)."""
 
-    learning_rate_schedule: ScheduleType = ScheduleType.LINEAR
-    beta: float = 5.0e-3
-    epsilon: float = 0.2
-    lambd: float = 0.95
-    num_epoch: int = 3
-    _beta_schedule: ScheduleType | None = attrs.field(default=None, alias="beta_schedule")
-    _epsilon_schedule: ScheduleType | None = attrs.field(default=None, alias="epsilon_schedule")
-
-    @property
-    def beta_schedule(self) -> ScheduleType:
-        """The beta schedule; the learning-rate schedule unless set."""
-        return self._beta_schedule or self.learning_rate_schedule
-
-    @property
-    def epsilon_schedule(self) -> ScheduleType:
-        """The epsilon schedule; the learning-rate schedule unless set."""
-        return self._epsilon_schedule or self.learning_rate_schedule
+    shared_critic: bool = False
 
 
 @attrs.frozen(kw_only=True)

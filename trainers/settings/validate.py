@@ -24,7 +24,6 @@ from trainers.settings.schema import (
     MultiRangeUniformSampler,
     NetworkSettings,
     POCASettings,
-    PPOSettings,
     RunOptions,
     SelfPlaySettings,
     TrainerSettings,
@@ -95,7 +94,7 @@ def _check_hyperparameters(c: _Checks, where: str, hp: Any) -> None:
     if isinstance(batch, int) and isinstance(buffer, int) and batch > 0 and buffer > 0:
         if batch > buffer:
             c.errors.append(f"{where}: batch_size ({batch}) must not exceed buffer_size ({buffer})")
-        elif isinstance(hp, (PPOSettings, POCASettings)) and buffer % batch:
+        elif isinstance(hp, POCASettings) and buffer % batch:  # PPO too
             c.warnings.append(
                 f"{where}: buffer_size ({buffer}) is not a multiple of batch_size ({batch}); "
                 f"each epoch leaves {buffer % batch} steps out of its minibatches"
