@@ -318,8 +318,8 @@ class AgentProcessor:
         gathered = {name: table.gather(name, slots, length) for name in table.steps}
         obs = [gathered[f"obs_{i}"] for i in range(len(self._observation_specs))]
         keys = table.slot_key[slots].tolist()
-        for k, (count, key) in enumerate(zip(counts.tolist(), keys)):
-            trajectory = Trajectory(
+        trajectories = [
+            Trajectory(
                 behavior_id=self.behavior_id,
                 agent_id=get_global_agent_id(*split_key(key)),
                 obs=tuple(o[k, :count] for o in obs),
@@ -336,8 +336,10 @@ class AgentProcessor:
                 prev_discrete_actions=gathered["prev_discrete"][k, :count],
                 memories=gathered["memory"][k, :count],
             )
-            for trajectory_queue in self._trajectory_queues:
-                trajectory_queue.put(trajectory)
+            for k, (count, key) in enumerate(zip(counts.tolist(), keys))
+        ]
+        for trajectory_queue in self._trajectory_queues:
+            trajectory_queue.put_many(trajectories)
 
     def _table_for(self, decision_steps: DecisionSteps, terminal_steps: TerminalSteps) -> AgentTable:
         if self._table is not None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import collections
 import queue
 import threading
 import time
-from typing import Generic, TypeVar
+from typing import Generic, Iterable, TypeVar
 
 T = TypeVar("T")
 
@@ -17,16 +18,20 @@ class AgentManagerQueue(Generic[T]):
     so a slow trainer slows the environments down instead of losing data. ``maxlen=0``
     is unbounded (policy queues, and trajectory queues of non-threaded trainers).
     The time producers spent blocked is kept in ``blocked_seconds`` so it can be shown.
+    Built on a deque and one condition: a step publishes dozens of trajectories, and
+    ``put_many`` takes the lock once for all of them.
     """
 
     class Empty(Exception):
-        """Raised by :meth:`get_nowait` when the queue holds nothing."""
+        """Raised by :meth:`get_nowait` (and :meth:`get` on timeout) when nothing is queued."""
 
     def __init__(self, behavior_id: str, maxlen: int = 0):
         self._behavior_id = behavior_id
         self._maxlen = maxlen
-        self._queue: queue.Queue[T] = queue.Queue(maxsize=maxlen)
-        self._blocked_lock = threading.Lock()
+        self._items: collections.deque[T] = collections.deque()
+        self._lock = threading.Lock()
+        self._not_empty = threading.Condition(self._lock)
+        self._not_full = threading.Condition(self._lock)
         self._blocked_seconds = 0.0
 
     @property
@@ -44,27 +49,34 @@ class AgentManagerQueue(Generic[T]):
         return self._blocked_seconds
 
     def qsize(self) -> int:
-        return self._queue.qsize()
+        return len(self._items)
 
     def empty(self) -> bool:
-        return self._queue.empty()
+        return not self._items
 
     def get_nowait(self) -> T:
         """The oldest item; raises ``AgentManagerQueue.Empty`` if there is none."""
-        try:
-            return self._queue.get_nowait()
-        except queue.Empty:
-            raise self.Empty() from None
+        with self._lock:
+            if not self._items:
+                raise self.Empty()
+            item = self._items.popleft()
+            if self._maxlen:
+                self._not_full.notify()
+            return item
 
     def get(self, timeout: float | None = None) -> T:
         """The oldest item, waiting up to ``timeout`` seconds (0: not at all, None: forever);
         raises ``AgentManagerQueue.Empty`` if none arrives."""
-        if timeout is not None and timeout <= 0:
-            return self.get_nowait()
-        try:
-            return self._queue.get(timeout=timeout)
-        except queue.Empty:
-            raise self.Empty() from None
+        with self._lock:
+            if not self._items:
+                if timeout is not None and timeout <= 0:
+                    raise self.Empty()
+                if not self._not_empty.wait_for(lambda: self._items, timeout):
+                    raise self.Empty()
+            item = self._items.popleft()
+            if self._maxlen:
+                self._not_full.notify()
+            return item
 
     def put(self, item: T, timeout: float | None = None) -> None:
         """Append ``item``, waiting while the queue is full.
@@ -72,15 +84,36 @@ class AgentManagerQueue(Generic[T]):
         With a ``timeout`` (seconds) it raises ``queue.Full`` instead of waiting longer, so
         a producer can check for shutdown; the item is then not enqueued.
         """
-        try:
-            self._queue.put_nowait(item)
-            return
-        except queue.Full:
-            pass
+        self.put_many((item,), timeout)
+
+    def put_many(self, items: Iterable[T], timeout: float | None = None) -> None:
+        """Append ``items`` in order, waiting for room whenever the queue is full.
+
+        On ``timeout`` (seconds of waiting in all) raises ``queue.Full``; the items before
+        the one that did not fit are enqueued.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            added = 0
+            for item in items:
+                if self._maxlen and len(self._items) >= self._maxlen:
+                    if added:  # let consumers take what is queued before waiting for room
+                        self._not_empty.notify(added)
+                        added = 0
+                    self._wait_for_room(deadline)
+                self._items.append(item)
+                added += 1
+            if added:
+                self._not_empty.notify(added)
+
+    def _wait_for_room(self, deadline: float | None) -> None:
+        """Caller holds the lock and found the queue full."""
         start = time.perf_counter()
         try:
-            self._queue.put(item, timeout=timeout)
+            while len(self._items) >= self._maxlen:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise queue.Full()
+                self._not_full.wait(remaining)
         finally:
-            waited = time.perf_counter() - start
-            with self._blocked_lock:
-                self._blocked_seconds += waited
+            self._blocked_seconds += time.perf_counter() - start

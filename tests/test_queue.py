@@ -98,3 +98,26 @@ def test_get_waits_for_an_item_or_times_out():
         q.get(timeout=0.01)
     threading.Timer(0.05, q.put, args=(5,)).start()
     assert q.get(timeout=5) == 5
+
+
+def test_put_many_fills_then_waits_for_room_in_order():
+    q: AgentManagerQueue[int] = AgentManagerQueue("B", maxlen=2)
+    done = threading.Event()
+    producer = threading.Thread(target=lambda: (q.put_many(range(5)), done.set()))
+    producer.start()
+    received = []
+    while len(received) < 5:
+        try:
+            received.append(q.get(timeout=5))
+        except AgentManagerQueue.Empty:
+            break
+    assert done.wait(5)
+    producer.join()
+    assert received == [0, 1, 2, 3, 4]
+
+
+def test_put_many_timeout_keeps_what_fitted():
+    q: AgentManagerQueue[int] = AgentManagerQueue("B", maxlen=2)
+    with pytest.raises(queue.Full):
+        q.put_many([1, 2, 3], timeout=0.05)
+    assert [q.get_nowait(), q.get_nowait()] == [1, 2] and q.empty()
