@@ -255,20 +255,22 @@ class AgentProcessor:
         agent, steps = table.agent, table.steps
         acted = agent["acted"][slots]
         if _any(acted):
-            completing = slots[acted]
+            everyone_acted = _all(acted)
+            completing = slots if everyone_acted else slots[acted]
+            rewards = decision_steps.reward if everyone_acted else decision_steps.reward[acted]
             rows = agent["count"][completing]
-            rewards = decision_steps.reward[acted]
             steps["reward"][completing, rows] = rewards
             counts = rows + 1
             agent["count"][completing] = counts
             agent["episode_reward"][completing] += rewards
             agent["episode_transitions"][completing] += 1
-            full = counts >= self._max_trajectory_length
-            if _any(full):
+            longest = int(counts.max())
+            if longest >= self._max_trajectory_length:
+                full = counts >= self._max_trajectory_length
                 full_rows = np.flatnonzero(acted)[full]
                 self._publish(table, completing[full], counts[full], [o[full_rows] for o in decision_steps.obs])
                 agent["count"][completing[full]] = 0
-            if _any((counts == table.time_capacity) & ~full):
+            elif longest == table.time_capacity:
                 table.ensure_time(table.time_capacity + 1)
         rows = agent["count"][slots]
         for i, obs in enumerate(decision_steps.obs):
