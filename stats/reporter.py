@@ -38,14 +38,8 @@ class _Accumulator:
 
     def __init__(self, aggregation: StatsAggregationMethod) -> None:
         self.aggregation = aggregation
-        self.count = 0
-        self.total = 0.0
-        self.mean = 0.0
-        self.m2 = 0.0
-        self.min = math.inf
-        self.max = -math.inf
         self.samples: list[np.ndarray] | None = [] if aggregation is _HISTOGRAM else None
-        self.pending: list[np.ndarray] = []
+        self.reset()
 
     def set_aggregation(self, aggregation: StatsAggregationMethod) -> None:
         if aggregation is not self.aggregation:
@@ -56,6 +50,7 @@ class _Accumulator:
                 self.samples = []
 
     def reset(self) -> None:
+        """Forget every value (the window is written, or MOST_RECENT replaces it)."""
         self.count = 0
         self.total = 0.0
         self.mean = 0.0
