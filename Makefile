@@ -15,6 +15,13 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
+RUN_ID ?= 3DBall
+
+train: $(STAMP)
+	$(VENV)/bin/agents-learn config/ppo/3DBall.yaml --run-id=$(RUN_ID) --force
+	@echo "Results: results/$(RUN_ID) (3DBall.onnx, checkpoints in 3DBall/, run_logs/)."
+	@echo "TensorBoard: $(VENV)/bin/tensorboard --logdir results"
+
 test: $(STAMP)
 	$(VENV)/bin/pytest -q
 

@@ -13,7 +13,8 @@ import attrs
 def to_plain(value: Any) -> Any:
     """Nested dicts/lists of str/int/float/bool/None; unknown objects become ``str(value)``."""
     if attrs.has(type(value)):
-        return {f.name: to_plain(getattr(value, f.name)) for f in attrs.fields(type(value))}
+        # Private fields with an alias (``_beta_schedule``) are shown under the YAML key.
+        return {(f.alias or f.name): to_plain(getattr(value, f.name)) for f in attrs.fields(type(value))}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):

@@ -1,90 +1,59 @@
-"""Driving one environment in this process: steps to the processors, actions from the policies.
+"""One environment object stepped in this process, for tests and scripts that build their own
+trainers: the :class:`trainers.env_manager.EnvManager` over an :class:`InProcessPool`.
 
-Each behavior gets a :class:`BehaviorRuntime` the first time the environment shows it (a
-behavior's spec arrives with its first agents): an AgentManager for its trajectories and an
-inference copy of its policy, kept in sync from the trainer's policy queue. One ``step()``
-drains the policy queues, hands every behavior's DecisionSteps/TerminalSteps to its
-processor with the actions it last received, acts for all deciding agents in one batch,
-and advances the environment.
+    manager = InProcessEnvManager(make_env("Basic", seed=1), create_runtime)
+    while training:
+        manager.step()
+    manager.close()
+
+``create_runtime(behavior_id, spec)`` is called when a behavior first appears and returns its
+:class:`BehaviorRuntime` (AgentManager + inference policy).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
-import attrs
-import numpy as np
-from mlagents_envs.base_env import BaseEnv, BehaviorSpec, DecisionSteps
+from mlagents_envs.base_env import BaseEnv, BehaviorSpec
 
-from processors import ActionInfo, AgentManager, AgentManagerQueue
+from trainers.env_manager import (
+    BehaviorRuntime,
+    EnvManager,
+    InProcessPool,
+    OpenEnv,
+    RestartBudget,
+    allowed_actions,
+)
 
-
-@attrs.define
-class BehaviorRuntime:
-    """The env-side objects of one behavior."""
-
-    manager: AgentManager
-    policy: Any  # a TorchPolicy: act(), load_weights()
-    last_action: ActionInfo | None = None
-
-
-def allowed_actions(decision_steps: DecisionSteps, mask_width: int) -> np.ndarray | None:
-    """[N, m] True where an action is allowed (Unity's masks say where it is not)."""
-    if mask_width == 0 or decision_steps.action_mask is None:
-        return None
-    return ~np.concatenate(decision_steps.action_mask, axis=1).astype(bool)
+__all__ = ["BehaviorRuntime", "InProcessEnvManager", "allowed_actions"]
 
 
 class InProcessEnvManager:
-    """Steps one BaseEnv (worker 0) in the calling thread."""
+    """Steps ``env`` (worker 0) in the calling thread; an error of the env ends the run
+    (``RunEnvironmentError`` naming it): the env object cannot be restarted from here."""
 
     def __init__(self, env: BaseEnv, create_runtime: Callable[[str, BehaviorSpec], BehaviorRuntime]):
         self.env = env
-        self._create_runtime = create_runtime
-        self.runtimes: dict[str, BehaviorRuntime] = {}
-        self.env_steps = 0
-        self.env.reset()
+        get_stats = getattr(env, "get_and_reset_stats", None) or dict
+        opened = OpenEnv(env, get_stats)
+        self.manager = EnvManager(InProcessPool(opener=lambda worker_id: opened), create_runtime,
+                                  restarts=RestartBudget(max_lifetime_restarts=0))
+        self.manager.start()
+
+    @property
+    def runtimes(self) -> dict[str, BehaviorRuntime]:
+        return self.manager.runtimes
+
+    @property
+    def env_steps(self) -> int:
+        return self.manager.env_steps
 
     def step(self) -> None:
         """One environment step for every behavior."""
-        for behavior_id in list(self.env.behavior_specs):
-            runtime = self.runtimes.get(behavior_id)
-            if runtime is None:
-                runtime = self.runtimes[behavior_id] = self._create_runtime(
-                    behavior_id, self.env.behavior_specs[behavior_id]
-                )
-            self._load_newest_policy(runtime)
-            decision_steps, terminal_steps = self.env.get_steps(behavior_id)
-            runtime.manager.add_experiences(decision_steps, terminal_steps, 0, runtime.last_action)
-            runtime.last_action = None
-            if len(decision_steps) > 0:
-                mask_width = int(sum(self.env.behavior_specs[behavior_id].action_spec.discrete_branches))
-                info = runtime.policy.act(
-                    decision_steps.obs, allowed_actions(decision_steps, mask_width), decision_steps.agent_id
-                )
-                self.env.set_actions(behavior_id, info.env_actions)
-                runtime.last_action = info
-        stats = getattr(self.env, "get_and_reset_stats", None)
-        if stats is not None:
-            env_stats = stats()
-            for runtime in self.runtimes.values():
-                runtime.manager.record_environment_stats(env_stats, 0)
-        self.env.step()
-        self.env_steps += 1
-
-    @staticmethod
-    def _load_newest_policy(runtime: BehaviorRuntime) -> None:
-        weights = None
-        while True:
-            try:
-                weights = runtime.manager.policy_queue.get_nowait()
-            except AgentManagerQueue.Empty:
-                break
-        if weights is not None:
-            runtime.policy.load_weights(weights)
+        self.manager.advance(timeout=0.0)
 
     def close(self) -> None:
         """Publish what was collected and close the environment."""
-        for runtime in self.runtimes.values():
+        for runtime in self.manager.runtimes.values():
             runtime.manager.end_episode()
-        self.env.close()
+        self.manager.close()

@@ -18,7 +18,7 @@ from typing import Any
 
 from processors.queue import AgentManagerQueue
 from processors.trajectory import Trajectory
-from stats import StatsReporter
+from stats import PerfKind, PerfStats, StatsReporter
 from stats.tags import IS_TRAINING
 from trainers.checkpoints import BehaviorCheckpoints, CheckpointRecord, load_state
 from trainers.exceptions import CheckpointError, TrainerError
@@ -58,6 +58,7 @@ class Trainer(abc.ABC):
         self._next_checkpoint_step = settings.effective_checkpoint_interval
         self._last_checkpoint: CheckpointRecord | None = None
         self._recent_reward: float | None = None
+        self.perf: PerfStats | None = None  # when set, every update is timed as PerfKind.UPDATE
 
     # ------------------------------------------------------------------ wiring
 
@@ -93,8 +94,12 @@ class Trainer(abc.ABC):
                     self._process_trajectory(trajectory)
                     self._increment_step(trajectory.length)
         if self.should_still_train and self._is_ready_update():
-            with_stats = self._update_policy()
-            for key, value in with_stats.items():
+            if self.perf is None:
+                update_stats = self._update_policy()
+            else:
+                with self.perf.measure(PerfKind.UPDATE):
+                    update_stats = self._update_policy()
+            for key, value in update_stats.items():
                 self.stats_reporter.add_stat(key, value)
             self._publish_policy()
             worked = True

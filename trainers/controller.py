@@ -1,0 +1,269 @@
+"""The trainer controller: one trainer per behavior, created as behaviors appear, fed by the
+env manager until every trainer reaches ``max_steps``; on a stop request (Ctrl-C), a trainer
+failure or an environment past its restart budget it saves checkpoints and ONNX models of
+every behavior before the run ends.
+
+Per behavior id (``Name?team=N``) there is an AgentManager and an inference copy of the
+policy (on the CPU, updated from the trainer's policy queue); per behavior name (``Name``,
+the config key) one trainer, which every team's AgentManager feeds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import attrs
+from mlagents_envs.base_env import BehaviorSpec
+
+from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
+from stats import PerfStats, StatsHub, StatsProperty, StatsReporter
+from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus
+from trainers.env_manager import BehaviorRuntime, EnvManager
+from trainers.policy import TorchPolicy
+from trainers.registry import TrainerRegistry
+from trainers.settings import RunOptions, TrainerSettings
+from trainers.trainer import Trainer, TrainerThread
+
+logger = logging.getLogger(__name__)
+
+PERF_AGENT_STEPS_PER_SECOND = "Perf/agent_steps_per_s"
+PERF_QUEUE_FILL = "Perf/trajectory_queue_fill"
+PERF_QUEUE_BLOCKED_S = "Perf/trajectory_queue_blocked_s"
+# Seconds between Perf/... reports into the behaviors' stats windows.
+PERF_REPORT_INTERVAL_S = 2.0
+# Seconds to wait for a trainer thread to finish its current update at shutdown.
+TRAINER_JOIN_TIMEOUT_S = 60.0
+
+
+@attrs.frozen
+class RunOutcome:
+    """How a run ended: ``interrupted`` by a stop request; ``steps`` per behavior name."""
+
+    interrupted: bool
+    steps: dict[str, int]
+    saved: tuple[str, ...]
+
+
+class TrainerController:
+    """Creates trainers as behaviors appear and runs the training loop.
+
+    ``run_dir``: ``results/<run-id>``. ``resume``: each trainer continues from its
+    ``checkpoint.pt`` (a behavior without one starts fresh, with a warning). ``inference``:
+    no trainer is advanced; each behavior acts for ``max_steps`` agent steps, then the run ends.
+    ``stop``: set it (Ctrl-C handler) to end the run cleanly.
+    """
+
+    def __init__(
+        self,
+        *,
+        options: RunOptions,
+        run_dir: Path,
+        hub: StatsHub,
+        registry: TrainerRegistry,
+        status: TrainingStatus,
+        seed: int,
+        device: str,
+        perf: PerfStats | None = None,
+        stop: threading.Event | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        cp = options.checkpoint_settings
+        self.options = options
+        self.run_dir = Path(run_dir)
+        self.hub = hub
+        self.registry = registry
+        self.status = status
+        self.seed = seed
+        self.device = device
+        self.resume = cp.resume
+        self.inference = cp.inference
+        self.perf = perf if perf is not None else PerfStats()
+        self.stop = stop if stop is not None else threading.Event()
+        self._clock = clock
+        self._trainer_stop = threading.Event()
+        self.trainers: dict[str, Trainer] = {}
+        self.threads: dict[str, TrainerThread] = {}
+        self.reporters: dict[str, StatsReporter] = {}
+        self.managers: dict[str, list[AgentManager]] = {}
+        self._inference_steps: dict[str, int] = {}
+        self._inference_next_summary: dict[str, int] = {}
+        self._last_perf = clock()
+        self._agent_steps_at_perf: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ behaviors
+
+    def settings_for(self, name: str) -> TrainerSettings:
+        return self.options.behavior_settings(name)
+
+    def create_runtime(self, behavior_id: str, spec: BehaviorSpec) -> BehaviorRuntime:
+        """Called by the env manager when ``behavior_id`` first appears."""
+        name = BehaviorIdentifiers.from_name_behavior_id(behavior_id).brain_name
+        settings = self.settings_for(name)
+        trainer = self.trainers.get(name)
+        if trainer is None:
+            trainer = self._create_trainer(name, spec, settings)
+        policy = TorchPolicy(spec, settings.network_settings, seed=self.seed + 1, device="cpu")
+        policy.load_weights(trainer.policy.get_weights())
+        threaded = settings.threaded and not self.inference
+        manager = AgentManager(policy, behavior_id, self.reporters[name], settings.time_horizon, threaded=threaded)
+        trainer.subscribe_trajectory_queue(manager.trajectory_queue)
+        trainer.publish_policy_queue(manager.policy_queue)
+        self.managers.setdefault(name, []).append(manager)
+        logger.info("Connected new behavior %s", behavior_id)
+        return BehaviorRuntime(manager, policy)
+
+    def _create_trainer(self, name: str, spec: BehaviorSpec, settings: TrainerSettings) -> Trainer:
+        reporter = self.hub.reporter(name)
+        self.reporters[name] = reporter
+        checkpoints = BehaviorCheckpoints(self.run_dir, name, settings.keep_checkpoints, self.status)
+        trainer = self.registry.create(behavior_name=name, behavior_spec=spec, settings=settings,
+                                       stats_reporter=reporter, checkpoints=checkpoints, seed=self.seed,
+                                       device=self.device)
+        if self.resume or self.inference:
+            if checkpoints.latest_path.exists():
+                trainer.resume()
+                logger.info("Resuming %s from step %d (%s)", name, trainer.step, checkpoints.latest_path)
+            elif self.resume:
+                logger.warning("Behavior %s has no checkpoint in %s; it starts from scratch.", name, self.run_dir)
+            else:
+                logger.warning("Behavior %s has no checkpoint in %s; --inference acts with an untrained "
+                               "policy (add --resume to a finished run's id).", name, self.run_dir)
+        elif settings.init_path is not None:
+            trainer.initialize_from(settings.init_path)
+            logger.info("Initialized %s from %s", name, settings.init_path)
+        trainer.perf = self.perf
+        reporter.add_property(StatsProperty.HYPERPARAMETERS, settings)
+        reporter.add_property(StatsProperty.IS_TRAINING, not self.inference)
+        reporter.add_property(StatsProperty.START_STEP, trainer.step)
+        self.trainers[name] = trainer
+        if self.inference:
+            self._inference_steps[name] = 0
+            self._inference_next_summary[name] = settings.summary_freq
+        elif settings.threaded:
+            thread = TrainerThread(trainer, self._trainer_stop)
+            thread.start()
+            self.threads[name] = thread
+        if not self.inference and not trainer.should_still_train:
+            logger.info("Behavior %s already reached max_steps (%d); it is not trained further.",
+                        name, settings.max_steps)
+        return trainer
+
+    # ------------------------------------------------------------------ the loop
+
+    def done(self) -> bool:
+        """Every trainer reached max_steps (inference: every behavior acted max_steps steps)."""
+        if not self.trainers:
+            return False
+        if self.inference:
+            return all(self._inference_steps[n] >= t.settings.max_steps for n, t in self.trainers.items())
+        return not any(t.should_still_train for t in self.trainers.values())
+
+    def advance(self, env_manager: EnvManager) -> None:
+        """One round of the loop: environments, unthreaded trainers, failures, perf."""
+        env_manager.advance(timeout=0.5)
+        if self.inference:
+            self._drain_inference()
+        else:
+            for name, trainer in self.trainers.items():
+                if name not in self.threads:
+                    trainer.advance(0.0)
+            for thread in self.threads.values():
+                thread.raise_if_failed()
+        now = self._clock()
+        if now - self._last_perf >= PERF_REPORT_INTERVAL_S:
+            self.report_perf(env_manager, now - self._last_perf)
+            self._last_perf = now
+
+    def run(self, env_manager: EnvManager) -> RunOutcome:
+        """Train until done or stopped; save every behavior (unless inference) however it ends.
+
+        Errors (a trainer's, an environment past its restart budget) propagate after saving.
+        """
+        interrupted = False
+        saved: list[str] = []
+        try:
+            env_manager.start()
+            while not self.done():
+                if self.stop.is_set():
+                    interrupted = True
+                    logger.info("Learning was interrupted. Please wait while the graph is generated.")
+                    break
+                self.advance(env_manager)
+        except KeyboardInterrupt:
+            interrupted = True
+            logger.info("Learning was interrupted. Please wait while the graph is generated.")
+        finally:
+            self._trainer_stop.set()
+            for thread in self.threads.values():
+                thread.join(TRAINER_JOIN_TIMEOUT_S)
+            try:
+                env_manager.close()
+            finally:
+                if not self.inference:
+                    saved = self.save_all()
+        for thread in self.threads.values():
+            thread.raise_if_failed()
+        return RunOutcome(interrupted, {n: t.step for n, t in self.trainers.items()}, tuple(saved))
+
+    def save_all(self) -> list[str]:
+        """Checkpoint and export every behavior; a failure is logged and the others still saved."""
+        saved = []
+        for name, trainer in self.trainers.items():
+            thread = self.threads.get(name)
+            if thread is not None and thread.is_alive():
+                logger.error("Trainer %s did not stop within %.0f s; not saving it.", name, TRAINER_JOIN_TIMEOUT_S)
+                continue
+            try:
+                path = trainer.save_final()
+            except Exception as error:  # noqa: BLE001 - keep saving the others
+                logger.error("Could not save behavior %s: %s: %s", name, type(error).__name__, error)
+                logger.debug("save failure", exc_info=True)
+                continue
+            if path is not None:
+                saved.append(str(path))
+        return saved
+
+    def _drain_inference(self) -> None:
+        for name, managers in self.managers.items():
+            count = 0
+            for manager in managers:
+                while True:
+                    try:
+                        count += manager.trajectory_queue.get_nowait().length
+                    except AgentManagerQueue.Empty:
+                        break
+            if not count:
+                continue
+            self._inference_steps[name] += count
+            steps = self._inference_steps[name]
+            if steps >= self._inference_next_summary[name]:
+                self.reporters[name].write_stats(steps)
+                freq = self.trainers[name].settings.summary_freq
+                self._inference_next_summary[name] = (steps // freq + 1) * freq
+
+    def report_perf(self, env_manager: EnvManager, window_s: float) -> None:
+        """Set the ``Perf/...`` values of the last window on every behavior's stats window:
+        the time split, env and agent steps/s, trajectory-queue fill (0-1) and the seconds
+        producers have spent blocked on full queues so far."""
+        summary = self.perf.summary(reset=True)
+        values = summary.as_stats()
+        by_behavior = env_manager.agent_steps_by_behavior
+        for name, reporter in self.reporters.items():
+            for tag, value in values.items():
+                reporter.set_stat(tag, value)
+            managers = self.managers.get(name, [])
+            total = sum(by_behavior.get(m.behavior_id, 0) for m in managers)
+            before = self._agent_steps_at_perf.get(name, 0)
+            self._agent_steps_at_perf[name] = total
+            if window_s > 0:
+                reporter.set_stat(PERF_AGENT_STEPS_PER_SECOND, (total - before) / window_s)
+            bounded = [m.trajectory_queue for m in managers if m.trajectory_queue.maxlen > 0]
+            if bounded:
+                fill = max(q.qsize() / q.maxlen for q in bounded)
+                reporter.set_stat(PERF_QUEUE_FILL, fill)
+            reporter.set_stat(PERF_QUEUE_BLOCKED_S, sum(m.trajectory_queue.blocked_seconds for m in managers))
+
