@@ -32,6 +32,14 @@ ENTROPY = "Policy/Entropy"
 _FLAG_FIELDS = ("done", "interrupted")
 
 
+def allowed_actions(decision_steps: DecisionSteps, mask_width: int) -> np.ndarray | None:
+    """[N, m] True where an action is allowed (Unity's masks say where it is not); None when
+    the behavior has no discrete branch or Unity sent no mask."""
+    if mask_width == 0 or decision_steps.action_mask is None:
+        return None
+    return ~np.concatenate(decision_steps.action_mask, axis=1).astype(bool)
+
+
 def _any(flags: np.ndarray) -> bool:
     """``flags.any()`` without its Python-level dispatch (which costs more than the work
     on the small batches of a typical step)."""
@@ -285,11 +293,9 @@ class AgentProcessor:
     # ------------------------------------------------------------------ helpers
 
     def _allowed(self, decision_steps: DecisionSteps, n: int) -> np.ndarray:
-        """[N, m] True where an action is allowed (Unity's mask is True where it is not)."""
-        masks = decision_steps.action_mask
-        if masks is None:
-            return np.ones((n, self._mask_width), bool)
-        return ~np.concatenate(masks, axis=1).astype(bool)
+        """[N, m] True where an action is allowed (all of them when Unity sends no mask)."""
+        allowed = allowed_actions(decision_steps, self._mask_width)
+        return np.ones((n, self._mask_width), bool) if allowed is None else allowed
 
     def _pending_obs(self, table: AgentTable, slots: np.ndarray, rows: np.ndarray) -> list[np.ndarray]:
         """The stored observation that followed each agent's last transition.

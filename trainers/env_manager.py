@@ -46,6 +46,7 @@ from mlagents_envs.base_env import (
 )
 
 from processors import ActionInfo, AgentManager, AgentManagerQueue
+from processors.agent_processor import allowed_actions
 from stats import PerfKind, PerfStats, Timers
 from trainers.exceptions import RunEnvironmentError
 
@@ -632,13 +633,6 @@ class BehaviorRuntime:
 
     manager: AgentManager
     policy: Any  # TorchPolicy: act(), load_weights(), behavior_spec
-
-
-def allowed_actions(decision_steps: DecisionSteps, mask_width: int) -> np.ndarray | None:
-    """[N, m] True where an action is allowed (Unity's masks say where it is not)."""
-    if mask_width == 0 or decision_steps.action_mask is None:
-        return None
-    return ~np.concatenate(decision_steps.action_mask, axis=1).astype(bool)
 
 
 def slice_action_info(info: ActionInfo, start: int, stop: int) -> ActionInfo:
