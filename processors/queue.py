@@ -25,6 +25,10 @@ class AgentManagerQueue(Generic[T]):
     class Empty(Exception):
         """Raised by :meth:`get_nowait` (and :meth:`get` on timeout) when nothing is queued."""
 
+    class Closed(Exception):
+        """Raised by ``put`` on a queue whose consumer is gone (:meth:`close`): a producer
+        blocked on a full queue wakes up instead of waiting forever for a dead trainer."""
+
     def __init__(self, behavior_id: str, maxlen: int = 0):
         self._behavior_id = behavior_id
         self._maxlen = maxlen
@@ -33,6 +37,7 @@ class AgentManagerQueue(Generic[T]):
         self._not_empty = threading.Condition(self._lock)
         self._not_full = threading.Condition(self._lock)
         self._blocked_seconds = 0.0
+        self._closed = False
 
     @property
     def behavior_id(self) -> str:
@@ -47,6 +52,17 @@ class AgentManagerQueue(Generic[T]):
     def blocked_seconds(self) -> float:
         """Total seconds producers have waited on a full queue."""
         return self._blocked_seconds
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """The consumer stopped for good: every ``put`` from now on (and any blocked one)
+        raises :class:`Closed`; what is queued stays readable."""
+        with self._lock:
+            self._closed = True
+            self._not_full.notify_all()
 
     def qsize(self) -> int:
         return len(self._items)
@@ -90,10 +106,12 @@ class AgentManagerQueue(Generic[T]):
         """Append ``items`` in order, waiting for room whenever the queue is full.
 
         On ``timeout`` (seconds of waiting in all) raises ``queue.Full``; the items before
-        the one that did not fit are enqueued.
+        the one that did not fit are enqueued. Raises :class:`Closed` once the queue is closed.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
+            if self._closed:
+                raise self.Closed(f"the queue of {self._behavior_id} is closed (its consumer stopped)")
             added = 0
             for item in items:
                 if self._maxlen and len(self._items) >= self._maxlen:
@@ -111,6 +129,8 @@ class AgentManagerQueue(Generic[T]):
         start = time.perf_counter()
         try:
             while len(self._items) >= self._maxlen:
+                if self._closed:
+                    raise self.Closed(f"the queue of {self._behavior_id} is closed (its consumer stopped)")
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise queue.Full()

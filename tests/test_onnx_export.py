@@ -16,6 +16,7 @@ from mlagents_envs.base_env import (
 )
 from onnx import TensorProto
 
+from trainers.onnx_export import export_policy_onnx
 from trainers.policy import TorchPolicy
 from trainers.settings import EncoderType, NetworkSettings
 
@@ -69,7 +70,7 @@ def exported(request, tmp_path_factory):
     obs, _ = make_inputs(spec, 50, seed=1)
     policy.update_normalization(obs)  # non-trivial statistics, which must be inside the graph
     path = tmp_path_factory.mktemp("onnx") / f"{request.param}.onnx"
-    policy.export_onnx(path)
+    export_policy_onnx(policy, path)
     return spec, policy, path
 
 

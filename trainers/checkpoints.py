@@ -17,6 +17,7 @@ import pickle
 import shutil
 import threading
 import time
+import zipfile
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable
@@ -184,15 +185,42 @@ class BehaviorCheckpoints:
 
 def load_state(path: Path) -> dict[str, Any]:
     """A checkpoint's contents, loaded without unpickling arbitrary objects."""
+    path = Path(path)
     try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except pickle.UnpicklingError:
+        is_archive = zipfile.is_zipfile(path)
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot read checkpoint ({error.strerror or error})") from None
+    if not is_archive:
+        raise CheckpointError(f"{path}: not a checkpoint (not a file written by torch.save); "
+                              "was it truncated or replaced?")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as error:
+        if "weights only" not in str(error).lower():
+            raise CheckpointError(f"{path}: not a checkpoint (its contents cannot be read)") from None
         raise CheckpointError(
             f"{path}: cannot load checkpoint (it holds objects other than tensors and plain data, "
             "which agents-learn refuses to unpickle)"
         ) from None
     except (OSError, RuntimeError, ValueError, EOFError) as error:
-        raise CheckpointError(f"{path}: cannot load checkpoint ({error})") from None
+        raise CheckpointError(f"{path}: cannot load checkpoint ({' '.join(str(error).split())[:200]})") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: not a checkpoint (it holds a {type(state).__name__}, not a dict of state)")
+    return state
+
+
+# What an interrupted atomic write leaves behind (``<name>.tmp`` next to the file it replaces).
+PARTIAL_WRITE_SUFFIX = ".tmp"
+
+
+def remove_partial_writes(run_dir: Path) -> list[Path]:
+    """Delete the temporary files a run killed mid-write left in ``run_dir``; returns them."""
+    removed = []
+    for path in Path(run_dir).rglob(f"*{PARTIAL_WRITE_SUFFIX}"):
+        if path.is_file():
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def _atomic_torch_save(state: dict[str, Any], path: Path) -> None:

@@ -8,7 +8,6 @@ sampled action; nothing global (torch's default RNG, thread counts) is touched.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -19,7 +18,6 @@ from torch import Tensor
 
 from processors.trajectory import ActionInfo
 from trainers.networks import Actor, UnsupportedNetworkError
-from trainers.onnx_export import export_policy_onnx
 
 if TYPE_CHECKING:
     from trainers.settings import NetworkSettings
@@ -144,7 +142,3 @@ class TorchPolicy:
     def load_weights(self, weights: Mapping[str, Tensor]) -> None:
         """Replace the actor's state with ``weights`` (from :meth:`get_weights`); strict."""
         self.actor.load_state_dict(dict(weights), strict=True)
-
-    def export_onnx(self, path: str | os.PathLike) -> None:
-        """Write the actor as a Unity-ready ONNX model (see :mod:`trainers.onnx_export`)."""
-        export_policy_onnx(self, path)

@@ -1,17 +1,17 @@
 """PPO, readable top to bottom: trajectories -> advantages -> clipped-surrogate updates.
 
-Per trajectory: update the observation normalisers, estimate values of every step and of
-``next_obs`` with the critic, compute each reward signal's GAE (bootstrapping from
-``next_obs`` unless the episode truly terminated) and buffer the samples. When the buffer
-holds more than ``buffer_size`` samples: ``num_epoch`` passes over shuffled minibatches of
-``batch_size``, minimising policy loss + 0.5 * value loss - beta * entropy, with learning
-rate, beta and epsilon following their schedules over ``max_steps``.
+Per trajectory (:meth:`PPO.add`): update the observation normalisers, estimate values of
+every step and of ``next_obs`` with the critic, compute each reward signal's GAE
+(bootstrapping from ``next_obs`` unless the episode truly terminated) and buffer the samples.
+When the buffer holds more than ``buffer_size`` samples (:meth:`PPO.ready`), :meth:`PPO.update`
+makes ``num_epoch`` passes over shuffled minibatches of ``batch_size``, minimising
+policy loss + 0.5 * value loss - beta * entropy, with learning rate, beta and epsilon
+following their schedules over ``max_steps``.
 """
 
 from __future__ import annotations
 
-import logging
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import torch
@@ -20,24 +20,17 @@ from mlagents_envs.base_env import BehaviorSpec
 from processors.trajectory import Trajectory
 from stats import StatsReporter
 from trainers.buffer import PPOBatch, UpdateBuffer
-from trainers.checkpoints import BehaviorCheckpoints
 from trainers.exceptions import ConfigError
 from trainers.networks import Critic, ValueHeads
 from trainers.policy import TorchPolicy
 from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae
-from trainers.settings import PPOSettings, RewardSignalType, TrainerSettings
-from trainers.trainer import Trainer
-
-logger = logging.getLogger(__name__)
+from trainers.reward_signals import EpisodeSignalRewards, create_reward_signals
+from trainers.settings import PPOSettings, TrainerSettings
 
 # Floors of the linear schedules, as ML-Agents decays them.
 MIN_LEARNING_RATE = 1e-10
 MIN_BETA = 1e-5
 MIN_EPSILON = 0.1
-
-
-class UnsupportedRewardSignalError(ConfigError):
-    """A reward signal other than extrinsic is configured; the others come in a later issue."""
 
 
 class _SharedCritic(torch.nn.Module):
@@ -55,8 +48,8 @@ class _SharedCritic(torch.nn.Module):
         """The actor's normaliser is the shared one; the policy updates it."""
 
 
-class PPOTrainer(Trainer):
-    """Proximal Policy Optimization for one behavior."""
+class PPO:
+    """Proximal Policy Optimization for one behavior (an :class:`trainers.algorithm.Algorithm`)."""
 
     def __init__(
         self,
@@ -65,91 +58,81 @@ class PPOTrainer(Trainer):
         behavior_spec: BehaviorSpec,
         settings: TrainerSettings,
         stats_reporter: StatsReporter,
-        checkpoints: BehaviorCheckpoints | None = None,
         seed: int = 0,
         device: str | torch.device = "cpu",
     ):
         hyperparameters = settings.hyperparameters
         if not isinstance(hyperparameters, PPOSettings):
             raise ConfigError(f"behaviors.{behavior_name}.hyperparameters: PPO settings expected")
-        unsupported = [str(s.value) for s in settings.reward_signals if s != RewardSignalType.EXTRINSIC]
-        if unsupported:
-            raise UnsupportedRewardSignalError(
-                f"behaviors.{behavior_name}.reward_signals: {', '.join(unsupported)} not supported yet "
-                "(only extrinsic is); remove them to train this behavior"
-            )
-        policy = TorchPolicy(behavior_spec, settings.network_settings, seed=seed, device=device)
-        super().__init__(
-            behavior_name=behavior_name,
-            settings=settings,
-            policy=policy,
-            stats_reporter=stats_reporter,
-            checkpoints=checkpoints,
-        )
         self.hyperparameters: PPOSettings = hyperparameters
-        self.device = policy.device
-        self.reward_signals = {str(kind.value): signal for kind, signal in settings.reward_signals.items()}
-        stream_names = list(self.reward_signals)
+        self.settings = settings
+        self.stats_reporter = stats_reporter
+        self.policy = TorchPolicy(behavior_spec, settings.network_settings, seed=seed, device=device)
+        self.device = self.policy.device
+        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec)
+        stream_names = [signal.name for signal in self.reward_signals]
+        self._value_tags = [f"Policy/{name.capitalize()} Value Estimate" for name in stream_names]
+        self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
         generator = torch.Generator().manual_seed(seed + 1)
         if hyperparameters.shared_critic:
-            self.critic: torch.nn.Module = _SharedCritic(policy, stream_names, generator)
+            self.critic: torch.nn.Module = _SharedCritic(self.policy, stream_names, generator)
         else:
             self.critic = Critic(behavior_spec.observation_specs, settings.network_settings, stream_names,
                                  generator=generator)
         self.critic.to(self.device)
-        parameters = {id(p): p for p in [*policy.actor.parameters(), *self.critic.parameters()]}
+        parameters = {id(p): p for p in [*self.policy.actor.parameters(), *self.critic.parameters()]}
         self.optimizer = torch.optim.Adam(parameters.values(), lr=hyperparameters.learning_rate, fused=True)
         self._shuffle = torch.Generator().manual_seed(seed + 2)
         self.buffer = UpdateBuffer(
             [tuple(spec.shape) for spec in behavior_spec.observation_specs],
-            policy.continuous_size,
-            policy.discrete_branches,
-            stream_names,
+            self.policy.continuous_size,
+            self.policy.discrete_branches,
+            len(self.reward_signals),
             capacity=hyperparameters.buffer_size + settings.time_horizon,
         )
-        self._episode_rewards: dict[str, dict[str, float]] = {name: {} for name in stream_names}
+        self._since_update: list[Trajectory] = []
 
     # ------------------------------------------------------------------ experience
 
-    def _process_trajectory(self, trajectory: Trajectory) -> None:
+    def add(self, trajectory: Trajectory) -> None:
         obs_with_next = [np.concatenate([o, n[None]]) for o, n in zip(trajectory.obs, trajectory.next_obs)]
         if self.settings.network_settings.normalize:
             self.policy.update_normalization(trajectory.obs)
             self.critic.update_normalization(self.policy.obs_to_tensors(trajectory.obs))
         with torch.no_grad():
             estimates = self.critic(self.policy.obs_to_tensors(obs_with_next))
+        streams = len(self.reward_signals)
         advantages = np.zeros(trajectory.length, np.float32)
-        returns, values = {}, {}
-        for name, signal in self.reward_signals.items():
-            estimate = estimates[name].cpu().numpy()
-            rewards = trajectory.rewards * np.float32(signal.strength)
-            signal_advantages, returns[name] = gae(
+        returns = np.zeros((trajectory.length, streams), np.float32)
+        values = np.zeros((trajectory.length, streams), np.float32)
+        for i, signal in enumerate(self.reward_signals):
+            estimate = estimates[signal.name].cpu().numpy()
+            rewards = signal.rewards(trajectory)
+            signal_advantages, returns[:, i] = gae(
                 rewards, estimate[:-1], estimate[-1], trajectory.terminated, signal.gamma, self.hyperparameters.lambd
             )
             advantages += signal_advantages
-            values[name] = estimate[:-1]
-            title = name.capitalize()
-            self.stats_reporter.add_stats(f"Policy/{title} Value Estimate", estimate[:-1])
-            episode = self._episode_rewards[name]
-            episode[trajectory.agent_id] = episode.get(trajectory.agent_id, 0.0) + float(rewards.sum())
-            if trajectory.done_reached:
-                self.stats_reporter.add_stat(f"Policy/{title} Reward", episode.pop(trajectory.agent_id))
+            values[:, i] = estimate[:-1]
+            self.stats_reporter.add_stats(self._value_tags[i], estimate[:-1])
+            self._episode_rewards.add(trajectory, signal.name, rewards)
         self.buffer.append(trajectory, advantages, returns, values)
+        self._since_update.append(trajectory)
 
-    def _is_ready_update(self) -> bool:
+    def ready(self) -> bool:
         return len(self.buffer) > self.hyperparameters.buffer_size
 
     # ------------------------------------------------------------------ update
 
-    def _schedules(self) -> tuple[float, float, float]:
+    def schedules(self, step: int) -> tuple[float, float, float]:
+        """(learning rate, beta, epsilon) at trainer step ``step``."""
         hp, max_steps = self.hyperparameters, self.settings.max_steps
-        learning_rate = decayed_value(hp.learning_rate_schedule, hp.learning_rate, MIN_LEARNING_RATE, self.step, max_steps)
-        beta = decayed_value(hp.beta_schedule, hp.beta, MIN_BETA, self.step, max_steps)
-        epsilon = decayed_value(hp.epsilon_schedule, hp.epsilon, MIN_EPSILON, self.step, max_steps)
+        learning_rate = decayed_value(hp.learning_rate_schedule, hp.learning_rate, MIN_LEARNING_RATE, step, max_steps)
+        beta = decayed_value(hp.beta_schedule, hp.beta, MIN_BETA, step, max_steps)
+        epsilon = decayed_value(hp.epsilon_schedule, hp.epsilon, MIN_EPSILON, step, max_steps)
         return learning_rate, beta, epsilon
 
-    def _update_policy(self) -> dict[str, float]:
-        learning_rate, beta, epsilon = self._schedules()
+    def update(self, step: int) -> dict[str, float]:
+        learning_rate, beta, epsilon = self.schedules(step)
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         batch = self.buffer.to_batch(self.device)
@@ -167,13 +150,17 @@ class PPOTrainer(Trainer):
                 value_losses.append(value_loss)
         self.policy.actor.eval()
         self.buffer.clear()
-        return {
+        stats = {
             "Losses/Policy Loss": float(torch.stack(policy_losses).mean()),
             "Losses/Value Loss": float(torch.stack(value_losses).mean()),
             "Policy/Learning Rate": learning_rate,
             "Policy/Epsilon": epsilon,
             "Policy/Beta": beta,
         }
+        for signal in self.reward_signals:
+            stats.update(signal.update(self._since_update))
+        self._since_update = []
+        return stats
 
     def _minibatch_step(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
         continuous_log_probs, discrete_log_probs, entropy = self.policy.actor.evaluate_actions(
@@ -181,10 +168,11 @@ class PPOTrainer(Trainer):
         )
         log_probs = continuous_log_probs.sum(dim=1) + discrete_log_probs.sum(dim=1)
         values = self.critic(list(batch.obs))
-        value_loss = torch.stack(
-            [clipped_value_loss(values[name], batch.old_values[name], batch.returns[name], epsilon) for name in values]
-        ).mean()
-        policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs, batch.advantages, epsilon)
+        value_loss = torch.stack([
+            clipped_value_loss(values[signal.name], batch.old_values[:, i], batch.returns[:, i], epsilon)
+            for i, signal in enumerate(self.reward_signals)
+        ]).mean()
+        policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs.sum(dim=1), batch.advantages, epsilon)
         loss = policy_loss + 0.5 * value_loss - beta * entropy.mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -193,27 +181,23 @@ class PPOTrainer(Trainer):
 
     # ------------------------------------------------------------------ checkpoints
 
-    def _state_dicts(self) -> dict[str, Any]:
-        return {
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
             "actor": self.policy.actor.state_dict(),
             "critic": self.critic.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "shuffle_rng": self._shuffle.get_state(),
         }
+        signals = {signal.name: signal.state() for signal in self.reward_signals}
+        if any(signals.values()):
+            state["reward_signals"] = signals
+        return state
 
-    def _load_state_dicts(self, state: dict[str, Any], *, strict: bool, weights_only: bool = False) -> None:
-        for name, module in (("actor", self.policy.actor), ("critic", self.critic)):
-            if strict:
-                module.load_state_dict(state[name], strict=True)
-                continue
-            try:  # initialising from another run: load what fits, as ML-Agents does
-                result = module.load_state_dict(state.get(name, {}), strict=False)
-            except RuntimeError as error:
-                logger.warning("Failed to load for module %s (%s). Initializing.", name, error)
-                continue
-            if result.missing_keys or result.unexpected_keys:
-                logger.warning("Module %s: missing %s, unexpected %s in the initial weights.",
-                               name, result.missing_keys, result.unexpected_keys)
+    def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
+        self.policy.actor.load_state_dict(state["actor"], strict=True)
+        self.critic.load_state_dict(state["critic"], strict=True)
+        for signal in self.reward_signals:
+            signal.load(state.get("reward_signals", {}).get(signal.name, {}))
         if not weights_only:
             self.optimizer.load_state_dict(state["optimizer"])
             self._shuffle.set_state(state["shuffle_rng"])

@@ -1,17 +1,19 @@
 """Trainer types by name: the built-in ones plus those plugins add.
 
 A plugin is a setuptools entry point in the group ``agents_learn.trainer_type`` whose
-target is a function returning ``(trainers, hyperparameter_types)``: dicts from the
-trainer type name (as written in ``trainer_type:``) to the Trainer class and to the attrs
-class of its ``hyperparameters`` section. Trainer classes are constructed with the keyword
-arguments of :meth:`TrainerRegistry.create`.
+target is a function returning ``(algorithms, hyperparameter_types)``: dicts from the
+trainer type name (as written in ``trainer_type:``) to the algorithm class (see
+:class:`trainers.algorithm.Algorithm`; constructed with the keyword arguments of
+:class:`trainers.algorithm.AlgorithmFactory`) and to the attrs class of its
+``hyperparameters`` section. The trainer loop around an algorithm is always
+:class:`trainers.trainer.Trainer`.
 """
 
 from __future__ import annotations
 
 import logging
 from importlib import metadata
-from typing import Any, Mapping
+from typing import Mapping
 
 import torch
 from mlagents_envs.base_env import BehaviorSpec
@@ -19,7 +21,8 @@ from mlagents_envs.base_env import BehaviorSpec
 from stats import StatsReporter
 from trainers.checkpoints import BehaviorCheckpoints
 from trainers.exceptions import ConfigError, UnknownTrainerTypeError
-from trainers.ppo import PPOTrainer
+from trainers.algorithm import AlgorithmFactory
+from trainers.ppo import PPO
 from trainers.settings import TrainerSettings, builtin_hyperparameter_types
 from trainers.trainer import Trainer
 
@@ -32,33 +35,33 @@ class TrainerPluginError(ConfigError):
     """A trainer-type plugin failed to load or returned something unusable."""
 
 
-def builtin_trainers() -> dict[str, type[Trainer]]:
+def builtin_algorithms() -> dict[str, AlgorithmFactory]:
     """The trainer types agents-learn itself implements."""
-    return {"ppo": PPOTrainer}
+    return {"ppo": PPO}
 
 
 class TrainerRegistry:
-    """Which Trainer class and hyperparameters class go with each trainer type name."""
+    """Which algorithm and hyperparameters class go with each trainer type name."""
 
-    def __init__(self, trainers: Mapping[str, type[Trainer]], hyperparameter_types: Mapping[str, type]):
-        self.trainers = dict(trainers)
+    def __init__(self, algorithms: Mapping[str, AlgorithmFactory], hyperparameter_types: Mapping[str, type]):
+        self.algorithms = dict(algorithms)
         self.hyperparameter_types = dict(hyperparameter_types)
 
     @staticmethod
     def with_plugins(group: str = TRAINER_TYPE_GROUP) -> TrainerRegistry:
         """The built-in types plus every plugin installed in ``group``."""
-        trainers: dict[str, type[Trainer]] = builtin_trainers()
+        algorithms = builtin_algorithms()
         hyperparameters = builtin_hyperparameter_types()
         for entry_point in metadata.entry_points(group=group):
             where = f"trainer plugin {entry_point.name!r} ({entry_point.value})"
             try:
-                plugin_trainers, plugin_hyperparameters = entry_point.load()()
-                trainers.update(dict(plugin_trainers))
+                plugin_algorithms, plugin_hyperparameters = entry_point.load()()
+                algorithms.update(dict(plugin_algorithms))
                 hyperparameters.update(dict(plugin_hyperparameters))
             except Exception as error:  # noqa: BLE001 - reported with the plugin's name
                 raise TrainerPluginError(f"{where} failed to load: {type(error).__name__}: {error}") from error
-            logger.info("Loaded %s: %s", where, ", ".join(sorted(plugin_trainers)))
-        return TrainerRegistry(trainers, hyperparameters)
+            logger.info("Loaded %s: %s", where, ", ".join(sorted(plugin_algorithms)))
+        return TrainerRegistry(algorithms, hyperparameters)
 
     def create(
         self,
@@ -72,21 +75,15 @@ class TrainerRegistry:
         device: str | torch.device,
     ) -> Trainer:
         """A trainer for one behavior; a clear error if its type has no trainer."""
-        trainer_class = self.trainers.get(settings.trainer_type)
-        if trainer_class is None:
-            available = ", ".join(sorted(self.trainers))
+        algorithm_class = self.algorithms.get(settings.trainer_type)
+        if algorithm_class is None:
+            available = ", ".join(sorted(self.algorithms))
             raise UnknownTrainerTypeError(
                 f"behaviors.{behavior_name}.trainer_type: {settings.trainer_type!r} has no trainer in "
                 f"agents-learn yet (available: {available}; plugins add more through the "
                 f"'{TRAINER_TYPE_GROUP}' entry-point group)"
             )
-        kwargs: dict[str, Any] = dict(
-            behavior_name=behavior_name,
-            behavior_spec=behavior_spec,
-            settings=settings,
-            stats_reporter=stats_reporter,
-            checkpoints=checkpoints,
-            seed=seed,
-            device=device,
-        )
-        return trainer_class(**kwargs)
+        algorithm = algorithm_class(behavior_name=behavior_name, behavior_spec=behavior_spec, settings=settings,
+                                    stats_reporter=stats_reporter, seed=seed, device=device)
+        return Trainer(behavior_name=behavior_name, settings=settings, algorithm=algorithm,
+                       stats_reporter=stats_reporter, checkpoints=checkpoints)

@@ -1,27 +1,28 @@
-"""What every trainer shares: consuming trajectory queues, counting steps, summaries,
-checkpoints, publishing policies, and running in a thread of its own.
+"""The trainer loop, written once for every algorithm: consuming trajectory queues, counting
+steps, summaries, checkpoints, publishing policies, and running in a thread of its own.
 
-A concrete trainer (PPO in ``trainers.ppo``) supplies four things: how a trajectory
-enters its buffer, when an update is due, the update itself, and its state for
-checkpoints. Steps are counted as ML-Agents does: every transition of every trajectory
-the trainer receives, whichever agent it came from.
+An :class:`trainers.algorithm.Algorithm` (PPO in ``trainers.ppo``) supplies the learning.
+Steps are counted as ML-Agents does: every transition of every trajectory the trainer
+receives, whichever agent it came from.
 """
 
 from __future__ import annotations
 
-import abc
 import logging
+import functools
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from processors.queue import AgentManagerQueue
 from processors.trajectory import Trajectory
 from stats import PerfKind, PerfStats, StatsReporter
 from stats.tags import IS_TRAINING
+from trainers.algorithm import Algorithm
 from trainers.checkpoints import BehaviorCheckpoints, CheckpointRecord, load_state
 from trainers.exceptions import CheckpointError, TrainerError
+from trainers.onnx_export import export_policy_onnx
 from trainers.policy import TorchPolicy
 from trainers.settings import TrainerSettings
 
@@ -30,23 +31,25 @@ logger = logging.getLogger(__name__)
 # How many trajectories one advance() takes from a queue before checking for an update,
 # so a flood of trajectories cannot starve the update (and the back-pressure it relieves).
 MAX_TRAJECTORIES_PER_ADVANCE = 64
+# The checkpoint format: 1 = {format, behavior, step, elapsed_seconds, **algorithm state}.
+CHECKPOINT_FORMAT = 1
 
 
-class Trainer(abc.ABC):
-    """Trains one behavior's policy from the trajectories on its queues."""
+class Trainer:
+    """Trains one behavior's policy with ``algorithm`` from the trajectories on its queues."""
 
     def __init__(
         self,
         *,
         behavior_name: str,
         settings: TrainerSettings,
-        policy: TorchPolicy,
+        algorithm: Algorithm,
         stats_reporter: StatsReporter,
         checkpoints: BehaviorCheckpoints | None,
     ):
         self.behavior_name = behavior_name
         self.settings = settings
-        self.policy = policy
+        self.algorithm = algorithm
         self.stats_reporter = stats_reporter
         self.checkpoints = checkpoints
         self.step = 0
@@ -60,6 +63,10 @@ class Trainer(abc.ABC):
         self._recent_reward: float | None = None
         self.perf: PerfStats | None = None  # when set, every update is timed as PerfKind.UPDATE
 
+    @property
+    def policy(self) -> TorchPolicy:
+        return self.algorithm.policy
+
     # ------------------------------------------------------------------ wiring
 
     def subscribe_trajectory_queue(self, trajectory_queue: AgentManagerQueue[Trajectory]) -> None:
@@ -67,6 +74,12 @@ class Trainer(abc.ABC):
 
     def publish_policy_queue(self, policy_queue: AgentManagerQueue[Any]) -> None:
         self._policy_queues.append(policy_queue)
+
+    def close_queues(self) -> None:
+        """This trainer takes nothing more: producers blocked on its full queues wake up with
+        ``AgentManagerQueue.Closed`` instead of waiting forever."""
+        for trajectory_queue in self._trajectory_queues:
+            trajectory_queue.close()
 
     @property
     def should_still_train(self) -> bool:
@@ -91,14 +104,14 @@ class Trainer(abc.ABC):
                     break
                 worked = True
                 if self.should_still_train:
-                    self._process_trajectory(trajectory)
+                    self.algorithm.add(trajectory)
                     self._increment_step(trajectory.length)
-        if self.should_still_train and self._is_ready_update():
+        if self.should_still_train and self.algorithm.ready():
             if self.perf is None:
-                update_stats = self._update_policy()
+                update_stats = self.algorithm.update(self.step)
             else:
                 with self.perf.measure(PerfKind.UPDATE):
-                    update_stats = self._update_policy()
+                    update_stats = self.algorithm.update(self.step)
             for key, value in update_stats.items():
                 self.stats_reporter.add_stat(key, value)
             self._publish_policy()
@@ -133,11 +146,11 @@ class Trainer(abc.ABC):
     def checkpoint_state(self) -> dict[str, Any]:
         """Everything a resumed run needs to continue at this exact step."""
         return {
-            "format": 1,
+            "format": CHECKPOINT_FORMAT,
             "behavior": self.behavior_name,
             "step": self.step,
             "elapsed_seconds": self.elapsed_seconds,
-            **self._state_dicts(),
+            **self.algorithm.state(),
         }
 
     def save_checkpoint(self) -> CheckpointRecord:
@@ -145,7 +158,7 @@ class Trainer(abc.ABC):
         if self.checkpoints is None:
             raise CheckpointError(f"{self.behavior_name}: this trainer has no checkpoint folder")
         self._last_checkpoint = self.checkpoints.save(
-            self.step, self.checkpoint_state(), self.policy.export_onnx, self._recent_reward
+            self.step, self.checkpoint_state(), functools.partial(export_policy_onnx, self.policy), self._recent_reward
         )
         return self._last_checkpoint
 
@@ -164,8 +177,9 @@ class Trainer(abc.ABC):
         step (and with it every schedule), elapsed time."""
         if self.checkpoints is None:
             raise CheckpointError(f"{self.behavior_name}: this trainer has no checkpoint folder")
+        path = self.checkpoints.latest_path
         state = self.checkpoints.load_latest()
-        self._load_state_dicts(state, strict=True)
+        self._load(state, path, weights_only=False, what="--resume")
         self.step = int(state["step"])
         self.elapsed_before = float(state.get("elapsed_seconds", 0.0))
         self._session_start = time.monotonic()
@@ -184,38 +198,34 @@ class Trainer(abc.ABC):
             path = path / "checkpoint.pt"
         if not path.exists():
             raise CheckpointError(f"{self.behavior_name}: init_path {path} does not exist")
-        self._load_state_dicts(load_state(path), strict=False, weights_only=True)
+        self._load(load_state(path), path, weights_only=True, what="--initialize-from")
         self._publish_policy()
 
-    # ------------------------------------------------------------------ for subclasses
-
-    @abc.abstractmethod
-    def _process_trajectory(self, trajectory: Trajectory) -> None:
-        """Add one trajectory to the update buffer (with its advantages, for PPO)."""
-
-    @abc.abstractmethod
-    def _is_ready_update(self) -> bool:
-        """Whether enough experience is buffered for an update."""
-
-    @abc.abstractmethod
-    def _update_policy(self) -> dict[str, float]:
-        """One update; returns stats to report (``Losses/...``, ``Policy/...``)."""
-
-    @abc.abstractmethod
-    def _state_dicts(self) -> dict[str, Any]:
-        """Module and optimiser state dicts by name, for checkpoints."""
-
-    @abc.abstractmethod
-    def _load_state_dicts(self, state: dict[str, Any], *, strict: bool, weights_only: bool = False) -> None:
-        """Restore what :meth:`_state_dicts` saved (``weights_only``: networks, not optimiser)."""
+    def _load(self, state: Mapping[str, Any], path: Path, *, weights_only: bool, what: str) -> None:
+        """Hand ``state`` to the algorithm; a checkpoint that does not fit is one clear error."""
+        if not isinstance(state, Mapping) or "step" not in state:
+            raise CheckpointError(f"{path}: not an agents-learn checkpoint (no step recorded); cannot {what} from it")
+        try:
+            self.algorithm.load(state, weights_only=weights_only)
+        except KeyError as error:
+            raise CheckpointError(
+                f"{path}: does not hold {error} for behavior {self.behavior_name!r} (was it written by another "
+                f"trainer type or program?); cannot {what} from it") from None
+        except (RuntimeError, ValueError) as error:
+            detail = " ".join(str(error).split())
+            if len(detail) > 300:
+                detail = detail[:300] + "..."
+            raise CheckpointError(
+                f"{path}: does not fit behavior {self.behavior_name!r} as configured (did network_settings or "
+                f"the environment's observations/actions change?): {detail}") from None
 
 
 class TrainerThread:
     """Runs ``trainer.advance()`` in a daemon thread until ``stop`` is set.
 
-    An exception in the trainer is kept in ``error`` and sets ``failed``, so the main thread
-    can stop the run with it (after saving what it can) instead of training on without a
-    trainer.
+    An exception in the trainer is kept in ``error``, sets ``failed`` and closes the trainer's
+    queues (a producer blocked on one wakes up), so the main thread can stop the run with it
+    (after saving the healthy behaviors) instead of waiting on a trainer that is gone.
     """
 
     def __init__(self, trainer: Trainer, stop: threading.Event):
@@ -250,3 +260,4 @@ class TrainerThread:
             logger.debug("trainer %s failed", self.trainer.behavior_name, exc_info=True)
             self.error = error
             self.failed.set()
+            self.trainer.close_queues()

@@ -19,10 +19,10 @@ from typing import Callable
 import attrs
 from mlagents_envs.base_env import BehaviorSpec
 
+from orchestration.env_manager import BehaviorRuntime, EnvManager
 from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
 from stats import PerfStats, StatsHub, StatsProperty, StatsReporter
 from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus
-from trainers.env_manager import BehaviorRuntime, EnvManager
 from trainers.policy import TorchPolicy
 from trainers.registry import TrainerRegistry
 from trainers.settings import RunOptions, TrainerSettings
@@ -54,7 +54,9 @@ class TrainerController:
     ``run_dir``: ``results/<run-id>``. ``resume``: each trainer continues from its
     ``checkpoint.pt`` (a behavior without one starts fresh, with a warning). ``inference``:
     no trainer is advanced; each behavior acts for ``max_steps`` agent steps, then the run ends.
-    ``stop``: set it (Ctrl-C handler) to end the run cleanly.
+    ``stop``: set it (Ctrl-C handler) to end the run cleanly. ``on_started`` is called once,
+    when the first trainer exists (its checkpoint, if resumed, loaded): from then on the run
+    may write into an earlier run's folder.
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class TrainerController:
         perf: PerfStats | None = None,
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.monotonic,
+        on_started: Callable[[], None] | None = None,
     ):
         cp = options.checkpoint_settings
         self.options = options
@@ -84,6 +87,8 @@ class TrainerController:
         self.perf = perf if perf is not None else PerfStats()
         self.stop = stop if stop is not None else threading.Event()
         self._clock = clock
+        self._on_started = on_started
+        self.started = False
         self._trainer_stop = threading.Event()
         self.trainers: dict[str, Trainer] = {}
         self.threads: dict[str, TrainerThread] = {}
@@ -140,6 +145,10 @@ class TrainerController:
         reporter.add_property(StatsProperty.IS_TRAINING, not self.inference)
         reporter.add_property(StatsProperty.START_STEP, trainer.step)
         self.trainers[name] = trainer
+        if not self.started:
+            self.started = True
+            if self._on_started is not None:
+                self._on_started()
         if self.inference:
             self._inference_steps[name] = 0
             self._inference_next_summary[name] = settings.summary_freq
@@ -171,8 +180,7 @@ class TrainerController:
             for name, trainer in self.trainers.items():
                 if name not in self.threads:
                     trainer.advance(0.0)
-            for thread in self.threads.values():
-                thread.raise_if_failed()
+            self._raise_first_failure()
         now = self._clock()
         if now - self._last_perf >= PERF_REPORT_INTERVAL_S:
             self.report_perf(env_manager, now - self._last_perf)
@@ -196,6 +204,11 @@ class TrainerController:
         except KeyboardInterrupt:
             interrupted = True
             logger.info("Learning was interrupted. Please wait while the graph is generated.")
+        except AgentManagerQueue.Closed:
+            # A trainer thread failed while the processor waited on its full queue; its
+            # error is raised below, after the healthy behaviors are saved.
+            if not any(thread.failed.is_set() for thread in self.threads.values()):
+                raise
         finally:
             self._trainer_stop.set()
             for thread in self.threads.values():
@@ -205,15 +218,23 @@ class TrainerController:
             finally:
                 if not self.inference:
                     saved = self.save_all()
-        for thread in self.threads.values():
-            thread.raise_if_failed()
+        self._raise_first_failure()
         return RunOutcome(interrupted, {n: t.step for n, t in self.trainers.items()}, tuple(saved))
 
+    def _raise_first_failure(self) -> None:
+        for thread in self.threads.values():
+            thread.raise_if_failed()
+
     def save_all(self) -> list[str]:
-        """Checkpoint and export every behavior; a failure is logged and the others still saved."""
+        """Checkpoint and export every healthy behavior; a failure is logged and the others
+        still saved. A behavior whose trainer failed is not saved (its state may be half
+        updated): its last checkpoint stays the one to resume from."""
         saved = []
         for name, trainer in self.trainers.items():
             thread = self.threads.get(name)
+            if thread is not None and thread.failed.is_set():
+                logger.error("Trainer %s failed; keeping its last checkpoint.", name)
+                continue
             if thread is not None and thread.is_alive():
                 logger.error("Trainer %s did not stop within %.0f s; not saving it.", name, TRAINER_JOIN_TIMEOUT_S)
                 continue

@@ -1,0 +1,161 @@
+"""The worker-pool interface and its simplest backend, one environment in this process.
+
+A pool owns environments, one per worker id, and knows nothing about policies:
+``step(worker_id, actions)`` starts a step, ``poll(timeout)`` returns whatever steps (or
+faults) have come back. Backends: :class:`InProcessPool` (tests, built-in envs, the Editor),
+:class:`envs.workers.subprocess_pool.SubprocessPool` (``--num-envs``); a Ray pool drops in
+beside them.
+"""
+
+from __future__ import annotations
+
+import abc
+import logging
+import time
+from collections import deque
+from typing import Callable, Mapping
+
+from mlagents_envs.base_env import ActionTuple, BaseEnv
+
+from envs.workers.faults import classify_error
+from envs.workers.launch import EnvLaunch, OpenEnv, open_environment
+from envs.workers.records import SpecRecord, StepsRecord, WorkerFault, WorkerResult
+
+logger = logging.getLogger(__name__)
+
+
+def observe(opened: OpenEnv, known: set[str], worker_id: int, generation: int, env_seconds: float) -> WorkerResult:
+    """The environment's current steps of every behavior as a :class:`WorkerResult`; specs of
+    behaviors not in ``known`` (which is updated) ride along."""
+    env = opened.env
+    specs = env.behavior_specs
+    new_specs = {}
+    steps = {}
+    for behavior_id in list(specs):
+        if behavior_id not in known:
+            known.add(behavior_id)
+            new_specs[behavior_id] = SpecRecord.from_spec(specs[behavior_id])
+        steps[behavior_id] = StepsRecord.from_steps(*env.get_steps(behavior_id))
+    stats = {key: [(float(v), int(getattr(agg, "value", agg))) for v, agg in values]
+             for key, values in opened.get_stats().items()}
+    return WorkerResult(worker_id, generation, steps, new_specs, stats, env_seconds)
+
+
+def apply_and_step(opened: OpenEnv, actions: Mapping[str, ActionTuple]) -> float:
+    """Set every behavior's actions and step; returns the seconds it took."""
+    start = time.perf_counter()
+    for behavior_id, action in actions.items():
+        opened.env.set_actions(behavior_id, action)
+    opened.env.step()
+    return time.perf_counter() - start
+
+
+class EnvWorkerPool(abc.ABC):
+    """Environments by worker id, stepped asynchronously; faults come back as values."""
+
+    num_workers: int
+
+    @abc.abstractmethod
+    def start(self) -> None:
+        """Open every worker's environment; each one's first observation comes from ``poll``."""
+
+    @abc.abstractmethod
+    def step(self, worker_id: int, actions: Mapping[str, ActionTuple]) -> None:
+        """Send actions (behavior id -> actions for its deciding agents) and start a step."""
+
+    @abc.abstractmethod
+    def poll(self, timeout: float) -> list[WorkerResult | WorkerFault]:
+        """What came back, waiting up to ``timeout`` seconds for the first item."""
+
+    @abc.abstractmethod
+    def restart(self, worker_id: int) -> None:
+        """End the worker's environment and open a fresh one (a new generation)."""
+
+    @abc.abstractmethod
+    def generation(self, worker_id: int) -> int:
+        """The current generation of ``worker_id`` (results of older ones are stale)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """End every environment (and process). Idempotent."""
+
+
+class InProcessPool(EnvWorkerPool):
+    """One environment (worker 0) stepped in the calling thread.
+
+    ``opener`` returns the environment (default: :func:`open_environment` of ``launch``).
+    """
+
+    num_workers = 1
+
+    def __init__(self, launch: EnvLaunch | None = None, *, opener: Callable[[int], OpenEnv] | None = None):
+        if opener is None:
+            if launch is None:
+                raise ValueError("InProcessPool needs an EnvLaunch or an opener")
+            opener = lambda worker_id: open_environment(launch, worker_id)  # noqa: E731
+        self._opener = opener
+        self._launch = launch
+        self._opened: OpenEnv | None = None
+        self._generation = 0
+        self._known: set[str] = set()
+        self._ready: deque[WorkerResult | WorkerFault] = deque()
+
+    @staticmethod
+    def of_env(env: BaseEnv) -> InProcessPool:
+        """A pool over an environment object the caller already opened (it cannot be
+        reopened, so give the env manager a restart budget of 0)."""
+        get_stats = getattr(env, "get_and_reset_stats", None)
+        opened = OpenEnv(env, get_stats if callable(get_stats) else dict)
+        return InProcessPool(opener=lambda worker_id: opened)
+
+    @property
+    def env(self) -> BaseEnv | None:
+        return None if self._opened is None else self._opened.env
+
+    def _fault(self, error: BaseException) -> WorkerFault:
+        port = self._launch.port(0) if self._launch is not None else 0
+        kind, message, retriable = classify_error(error, 0, port)
+        logger.debug("worker 0 failed", exc_info=error)
+        return WorkerFault(0, self._generation, kind, message, retriable)
+
+    def start(self) -> None:
+        self._known = set()
+        try:
+            self._opened = self._opener(0)
+            self._ready.append(observe(self._opened, self._known, 0, self._generation, 0.0))
+        except Exception as error:  # noqa: BLE001 - a fault value
+            self._ready.append(self._fault(error))
+
+    def step(self, worker_id: int, actions: Mapping[str, ActionTuple]) -> None:
+        if self._opened is None:
+            return
+        try:
+            seconds = apply_and_step(self._opened, actions)
+            self._ready.append(observe(self._opened, self._known, 0, self._generation, seconds))
+        except Exception as error:  # noqa: BLE001 - a fault value
+            self._ready.append(self._fault(error))
+
+    def poll(self, timeout: float) -> list[WorkerResult | WorkerFault]:
+        out = list(self._ready)
+        self._ready.clear()
+        return out
+
+    def restart(self, worker_id: int) -> None:
+        self._close_env()
+        self._generation += 1
+        self.start()
+
+    def generation(self, worker_id: int) -> int:
+        return self._generation
+
+    def _close_env(self) -> None:
+        opened, self._opened = self._opened, None
+        if opened is not None:
+            try:
+                opened.env.close()
+            except Exception:  # noqa: BLE001 - closing a broken env
+                logger.debug("closing worker 0 failed", exc_info=True)
+
+    def close(self) -> None:
+        self._close_env()
+        self._ready.clear()

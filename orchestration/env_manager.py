@@ -1,0 +1,226 @@
+"""The env manager: steps from a worker pool to the processors, actions from the policies,
+batched across every worker that is ready.
+
+Each ``advance()`` drains the policy queues, takes the steps of every worker that is ready (a
+slow worker does not hold back the others), hands them to each behavior's AgentManager, acts
+for all deciding agents of a behavior across the ready workers in one batch, and sends each
+worker its actions. Faults come back from the pool as values; a retriable one within the
+restart budget restarts that worker as a new generation, discarding only its agents
+(``AgentManager.discard_worker``) so healthy workers keep their partial trajectories.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from typing import Callable, Iterator, NamedTuple
+
+import attrs
+import numpy as np
+from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps
+
+from envs.workers import EnvWorkerPool, RestartBudget, WorkerFault, WorkerResult
+from processors import ActionInfo, AgentManager, AgentManagerQueue
+from processors.agent_processor import allowed_actions
+from stats import PerfKind, PerfStats, Timers
+from trainers.exceptions import RunEnvironmentError
+from trainers.policy import TorchPolicy
+
+logger = logging.getLogger(__name__)
+
+
+@attrs.define
+class BehaviorRuntime:
+    """The env-side objects of one behavior id: its AgentManager and inference policy."""
+
+    manager: AgentManager
+    policy: TorchPolicy  # the inference copy (CPU), refreshed from the policy queue
+
+
+def slice_action_info(info: ActionInfo, start: int, stop: int) -> ActionInfo:
+    """Rows ``start:stop`` of ``info`` (one worker's share of a batched decision)."""
+    s = slice(start, stop)
+    return ActionInfo(
+        agent_ids=info.agent_ids[s],
+        env_actions=ActionTuple(continuous=info.env_actions.continuous[s], discrete=info.env_actions.discrete[s]),
+        continuous_actions=info.continuous_actions[s],
+        discrete_actions=info.discrete_actions[s],
+        continuous_log_probs=info.continuous_log_probs[s],
+        discrete_log_probs=info.discrete_log_probs[s],
+        entropy=info.entropy[s],
+        memories=info.memories[s],
+    )
+
+
+class _StatsAggregation(NamedTuple):
+    value: int
+
+
+class EnvManager:
+    """Drives a pool for the trainer controller; see the module docstring.
+
+    ``create_runtime(behavior_id, spec)`` is called the first time a behavior appears (on any
+    worker). ``perf`` receives env-wait, inference and processing intervals. ``on_restart``
+    is told of each worker restart (worker id, fault).
+    """
+
+    def __init__(
+        self,
+        pool: EnvWorkerPool,
+        create_runtime: Callable[[str, BehaviorSpec], BehaviorRuntime],
+        *,
+        restarts: RestartBudget | None = None,
+        perf: PerfStats | None = None,
+        timers: Timers | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.pool = pool
+        self._create_runtime = create_runtime
+        self.restarts = restarts if restarts is not None else RestartBudget()
+        self.perf = perf if perf is not None else PerfStats()
+        self.timers = timers if timers is not None else Timers()
+        self._clock = clock
+        self.runtimes: dict[str, BehaviorRuntime] = {}
+        self._last_action: dict[tuple[int, str], ActionInfo] = {}
+        self._has_stepped: set[int] = set()
+        self.env_steps = 0
+        self.agent_steps = 0
+        self.agent_steps_by_behavior: dict[str, int] = defaultdict(int)
+        self.restart_count = 0
+        self._started = False
+
+    def start(self) -> None:
+        """Open every environment (once; later calls do nothing)."""
+        if self._started:
+            return
+        self.pool.start()
+        self._started = True
+
+    def _load_policies(self) -> None:
+        for runtime in self.runtimes.values():
+            weights = None
+            while True:
+                try:
+                    weights = runtime.manager.policy_queue.get_nowait()
+                except AgentManagerQueue.Empty:
+                    break
+            if weights is not None:
+                runtime.policy.load_weights(weights)
+
+    def advance(self, timeout: float = 1.0) -> int:
+        """One round: the steps of every ready worker processed, their next actions sent.
+        Returns how many worker steps were processed (0 if none came back in ``timeout`` s)."""
+        if not self._started:
+            self.start()
+        self._load_policies()
+        with self.perf.measure(PerfKind.ENV_WAIT), self.timers.scope("env_wait"):
+            events = self.pool.poll(timeout)
+        results: list[WorkerResult] = []
+        for event in events:
+            if isinstance(event, WorkerFault):
+                self._handle_fault(event)
+            elif event.generation == self.pool.generation(event.worker_id):
+                results.append(event)
+        if not results:
+            return 0
+        with self.perf.measure(PerfKind.PROCESSING), self.timers.scope("process_steps"):
+            deciding = self._process(results)
+        with self.perf.measure(PerfKind.INFERENCE), self.timers.scope("inference"):
+            actions = self._act(deciding)
+        # An in-process pool steps its environment here; a subprocess pool only sends.
+        with self.perf.measure(PerfKind.ENV_WAIT), self.timers.scope("env_step"):
+            for result in results:
+                self.pool.step(result.worker_id, actions.get(result.worker_id, {}))
+        self.env_steps += len(results)
+        self.perf.add_env_steps(len(results))
+        return len(results)
+
+    def _process(self, results: list[WorkerResult]) -> dict[str, list[tuple[int, DecisionSteps]]]:
+        deciding: dict[str, list[tuple[int, DecisionSteps]]] = defaultdict(list)
+        for result in results:
+            worker_id = result.worker_id
+            self._has_stepped.add(worker_id)
+            for behavior_id, spec in result.new_specs.items():
+                if behavior_id not in self.runtimes:
+                    self.runtimes[behavior_id] = self._create_runtime(behavior_id, spec.to_spec())
+            for behavior_id, record in result.steps.items():
+                runtime = self.runtimes.get(behavior_id)
+                if runtime is None:  # the spec came in a generation that was dropped
+                    continue
+                decision, terminal = record.to_steps()
+                previous = self._last_action.pop((worker_id, behavior_id), None)
+                runtime.manager.add_experiences(decision, terminal, worker_id, previous)
+                n = len(decision) + len(terminal)
+                self.agent_steps += n
+                self.agent_steps_by_behavior[behavior_id] += n
+                if len(decision) > 0:
+                    deciding[behavior_id].append((worker_id, decision))
+            if result.env_stats:
+                stats = {k: [(v, _StatsAggregation(a)) for v, a in values] for k, values in result.env_stats.items()}
+                for runtime in self.runtimes.values():
+                    runtime.manager.record_environment_stats(stats, worker_id)
+        return deciding
+
+    def _act(self, deciding: dict[str, list[tuple[int, DecisionSteps]]]) -> dict[int, dict[str, ActionTuple]]:
+        actions: dict[int, dict[str, ActionTuple]] = defaultdict(dict)
+        for behavior_id, parts in deciding.items():
+            runtime = self.runtimes[behavior_id]
+            spec = runtime.policy.behavior_spec
+            mask_width = int(sum(spec.action_spec.discrete_branches))
+            if len(parts) == 1:
+                worker_id, decision = parts[0]
+                info = runtime.policy.act(decision.obs, allowed_actions(decision, mask_width), decision.agent_id)
+                self._last_action[(worker_id, behavior_id)] = info
+                actions[worker_id][behavior_id] = info.env_actions
+                continue
+            n_sensors = len(spec.observation_specs)
+            obs = [np.concatenate([d.obs[i] for _, d in parts]) for i in range(n_sensors)]
+            masks = None
+            if mask_width:
+                masks = np.concatenate([
+                    m if (m := allowed_actions(d, mask_width)) is not None else np.ones((len(d), mask_width), bool)
+                    for _, d in parts
+                ])
+            agent_ids = np.concatenate([d.agent_id for _, d in parts])
+            info = runtime.policy.act(obs, masks, agent_ids)
+            start = 0
+            for worker_id, decision in parts:
+                stop = start + len(decision)
+                share = slice_action_info(info, start, stop)
+                self._last_action[(worker_id, behavior_id)] = share
+                actions[worker_id][behavior_id] = share.env_actions
+                start = stop
+        return actions
+
+    def _handle_fault(self, fault: WorkerFault) -> None:
+        worker_id = fault.worker_id
+        if fault.generation != self.pool.generation(worker_id):
+            return
+        if not fault.retriable:
+            raise RunEnvironmentError(fault.message)
+        if fault.generation == 0 and worker_id not in self._has_stepped:
+            raise RunEnvironmentError(f"{fault.message} (while starting worker {worker_id}; not retried)")
+        now = self._clock()
+        if not self.restarts.allows(worker_id, now):
+            raise RunEnvironmentError(
+                f"worker {worker_id} {fault.kind.value} and is past its restart limit "
+                f"({self.restarts.describe()}): {fault.message}"
+            )
+        logger.warning("Restarting worker[%d] after '%s'", worker_id, fault.message)
+        self.restarts.record(worker_id, now)
+        self.restart_count += 1
+        for runtime in self.runtimes.values():
+            runtime.manager.discard_worker(worker_id)
+        for key in [k for k in self._last_action if k[0] == worker_id]:
+            del self._last_action[key]
+        self._has_stepped.discard(worker_id)
+        self.pool.restart(worker_id)
+
+    def trajectory_queues(self) -> Iterator[AgentManagerQueue]:
+        for runtime in self.runtimes.values():
+            yield runtime.manager.trajectory_queue
+
+    def close(self) -> None:
+        """End every environment; nothing collected is published (the run is over)."""
+        self.pool.close()

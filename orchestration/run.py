@@ -1,0 +1,300 @@
+"""One wiring for every run: ``RunOptions`` -> environments, processors, trainers, stats,
+controller. The CLI, the tests and the benchmarks all call it, and so can users who train
+their own ``mlagents_envs`` BaseEnv from Python::
+
+    from orchestration import train
+    from trainers.settings import load_run_options
+
+    def make_env(worker_id: int, seed: int) -> BaseEnv: ...   # module level: one per worker
+
+    train(load_run_options("config.yaml"), env_factory=make_env)
+
+Everything that can be refused is refused in :func:`build_run` before the results folder is
+touched or an environment starts; an earlier run's folder (``--resume``) is not written to
+until the first trainer has loaded its checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import shutil
+import threading
+from pathlib import Path
+from typing import Any, Sequence
+
+import attrs
+import torch
+
+from envs.workers import (
+    BUILTIN_PREFIX,
+    LOOPBACK,
+    PYTHON_PREFIX,
+    EnvFactory,
+    EnvFactoryError,
+    EnvLaunch,
+    EnvWorkerPool,
+    InProcessPool,
+    RestartBudget,
+    SubprocessPool,
+    check_factory,
+    resolve_factory,
+)
+from orchestration.controller import RunOutcome, TrainerController
+from orchestration.env_manager import EnvManager
+from stats import (
+    PerfStats,
+    StatsHub,
+    StatsWriter,
+    Timers,
+    default_writers,
+    load_stats_writer_plugins,
+    write_timers_json,
+)
+from trainers.checkpoints import LATEST_CHECKPOINT, TrainingStatus, load_state, remove_partial_writes
+from trainers.exceptions import AgentsLearnError, CheckpointError, ConfigError
+from trainers.registry import TrainerRegistry
+from trainers.settings import ConstantSampler, RunOptions, write_configuration
+
+logger = logging.getLogger(__name__)
+
+BUILD_SUFFIXES = ("", ".x86_64", ".x86", ".exe", ".app")
+
+
+@attrs.define
+class Run:
+    """A run ready to start: :meth:`run` trains until done or stopped and saves everything."""
+
+    options: RunOptions
+    run_dir: Path
+    controller: TrainerController
+    env_manager: EnvManager
+    hub: StatsHub
+    timers: Timers
+
+    def run(self) -> RunOutcome:
+        cp = self.options.checkpoint_settings
+        try:
+            outcome = self.controller.run(self.env_manager)
+        finally:
+            try:
+                if self.controller.started:
+                    self.write_run_files()
+            finally:
+                self.hub.close()
+        logger.info("Results in %s; see them with: tensorboard --logdir %s", self.run_dir, cp.results_dir)
+        return outcome
+
+    def write_run_files(self) -> None:
+        """configuration.yaml and run_logs/timers.json of this run."""
+        write_configuration(self.options, self.run_dir / "configuration.yaml")
+        write_timers_json(self.run_dir / "run_logs" / "timers.json", self.timers)
+
+
+class RunAlreadyFinished(AgentsLearnError):
+    """``--resume`` of a run whose every behavior reached max_steps: nothing to do."""
+
+
+def train(options: RunOptions, **kwargs: Any) -> RunOutcome:
+    """Build the run (:func:`build_run`, same keyword arguments) and train it."""
+    return build_run(options, **kwargs).run()
+
+
+def build_run(
+    options: RunOptions,
+    *,
+    env_factory: EnvFactory | None = None,
+    registry: TrainerRegistry | None = None,
+    writers: Sequence[StatsWriter] = (),
+    console: bool = True,
+    stop: threading.Event | None = None,
+    bind_address: str = LOOPBACK,
+) -> Run:
+    """Check everything, then lay out the results folder and wire the run.
+
+    env_factory: a function ``(worker_id, seed[, env_parameters]) -> BaseEnv`` to train a
+    Python environment (instead of ``env_settings.env_path``); with ``num_envs > 1`` it must
+    be a module-level function (it is sent to worker processes). writers: stats writers added
+    to the default ones (TensorBoard, console unless ``console=False``, JSON lines) and the
+    plugins. stop: set it to end the run cleanly (the CLI's Ctrl-C). bind_address: where the
+    Unity connection listens.
+    """
+    registry = registry if registry is not None else TrainerRegistry.with_plugins()
+    env = options.env_settings
+    cp = options.checkpoint_settings
+    check_environment(options, env_factory)
+    check_results_dir(Path(cp.results_dir))
+    device = pick_device(options.torch_settings.device)
+    if env.seed == -1:
+        seed = random.SystemRandom().randint(0, 9999)
+        logger.info("Seed: %d (drawn; pass --seed %d to repeat)", seed, seed)
+        options = attrs.evolve(options, env_settings=attrs.evolve(env, seed=seed))
+        env = options.env_settings
+    run_dir = prepare_run_dir(options)
+    if cp.resume or cp.inference:
+        check_checkpoints_readable(run_dir)
+    removed = remove_partial_writes(run_dir)
+    if removed:
+        logger.warning("Removed %d file(s) an interrupted checkpoint write left behind: %s", len(removed),
+                       ", ".join(str(p) for p in removed))
+    status_path = run_dir / "run_logs" / "training_status.json"
+    status = TrainingStatus.load(status_path) if (cp.resume or cp.inference) else TrainingStatus(status_path)
+    if cp.resume and not cp.inference:
+        done = finished_behaviors(options, status)
+        if done is not None:
+            listing = ", ".join(f"{n}: {s} of {m} steps" for n, (s, m) in done.items())
+            raise RunAlreadyFinished(f"run {cp.run_id!r} has already finished ({listing}); raise max_steps in "
+                                     "the configuration to train it further")
+    # Small networks: one thread is many times faster than torch's default for batches of a
+    # few dozen rows, and leaves the other cores to environment processes.
+    torch.set_num_threads(1)
+
+    timers = Timers()
+    hub = StatsHub([*default_writers(run_dir, resume=cp.resume, timers=timers, console=console),
+                    *load_stats_writer_plugins(options), *writers])
+    perf = PerfStats()
+    launch = environment_launch(options, run_dir, env_factory, bind_address)
+    if launch.is_editor:
+        logger.info("Listening on port 5004. Start training by pressing the Play button in the Unity Editor.")
+    pool: EnvWorkerPool = SubprocessPool(launch, env.num_envs) if env.num_envs > 1 else InProcessPool(launch)
+
+    def on_started() -> None:
+        write_configuration(options, run_dir / "configuration.yaml")
+        logger.info("Writing results to %s; watch training with: tensorboard --logdir %s", run_dir, cp.results_dir)
+
+    controller = TrainerController(options=options, run_dir=run_dir, hub=hub, registry=registry, status=status,
+                                   seed=env.seed, device=device, perf=perf, stop=stop, on_started=on_started)
+    restarts = RestartBudget(env.max_lifetime_restarts, env.restarts_rate_limit_n,
+                             float(env.restarts_rate_limit_period_s))
+    manager = EnvManager(pool, controller.create_runtime, restarts=restarts, perf=perf, timers=timers)
+    return Run(options, run_dir, controller, manager, hub, timers)
+
+
+# ---------------------------------------------------------------- checks before any work
+
+
+def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> None:
+    """Refuse an environment that cannot exist before anything is started."""
+    from envs.builtin import available
+
+    env = options.env_settings
+    env_path, num_envs = env.env_path, env.num_envs
+    if num_envs < 1:
+        raise ConfigError(f"--num-envs (env_settings.num_envs): must be at least 1, got {num_envs}")
+    with_parameters = bool(options.environment_parameters)
+    if env_factory is not None:
+        check_factory(env_factory, with_parameters=with_parameters, where="env_factory")
+        return
+    if env_path is None:
+        if num_envs > 1:
+            raise ConfigError("--num-envs greater than 1 needs --env (a build): the Editor is one environment")
+        return
+    if env_path.startswith(BUILTIN_PREFIX):
+        name = env_path[len(BUILTIN_PREFIX):]
+        if name not in available():
+            raise ConfigError(f"--env (env_settings.env_path): unknown built-in environment {name!r}; "
+                              f"available: {', '.join(BUILTIN_PREFIX + n for n in available())}")
+        return
+    if env_path.startswith(PYTHON_PREFIX):
+        try:
+            check_factory(resolve_factory(env_path), with_parameters=with_parameters, where=env_path)
+        except EnvFactoryError as error:
+            raise ConfigError(f"--env (env_settings.env_path): {error}") from None
+        return
+    if not any(os.path.exists(env_path + suffix) for suffix in BUILD_SUFFIXES):
+        raise ConfigError(f"--env (env_settings.env_path): {env_path} does not exist (give the path to a "
+                          f"Unity build, builtin:<Name> for a built-in environment, python:module:function "
+                          f"for a Python BaseEnv factory, or no --env for the Editor)")
+
+
+def check_results_dir(results_dir: Path) -> None:
+    """The results folder must be a folder (or not exist yet)."""
+    for folder in (results_dir, *results_dir.parents):
+        if folder.exists() and not folder.is_dir():
+            raise ConfigError(f"--results-dir (checkpoint_settings.results_dir): {folder} is a file, not a folder")
+
+
+def pick_device(requested: str | None) -> str:
+    if requested:
+        try:
+            device = torch.device(requested)
+            torch.empty(0, device=device)
+        except (RuntimeError, AssertionError) as error:
+            raise ConfigError(f"--torch-device (torch_settings.device): {requested!r} is not usable: "
+                              f"{str(error).splitlines()[0]}") from None
+        return str(device)
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def check_checkpoints_readable(run_dir: Path) -> None:
+    """Every behavior's ``checkpoint.pt`` in an earlier run loads (before anything changes)."""
+    for path in sorted(run_dir.glob(f"*/{LATEST_CHECKPOINT}")):
+        load_state(path)
+
+
+# ---------------------------------------------------------------- the results folder
+
+
+def prepare_run_dir(options: RunOptions) -> Path:
+    """Check the run id against what is on disk: refuse to overwrite without --force, refuse to
+    resume what is not there."""
+    cp = options.checkpoint_settings
+    run_dir = Path(cp.write_path)
+    # A run that stopped before its first checkpoint (e.g. a config error) left only logs.
+    exists = run_dir.is_dir() and (
+        (run_dir / "run_logs" / "training_status.json").exists()
+        or any(p.is_dir() and p.name != "run_logs" for p in run_dir.iterdir())
+    )
+    if cp.initialize_from is not None:
+        init_dir = Path(cp.maybe_init_path or "")
+        if not init_dir.is_dir():
+            raise CheckpointError(f"--initialize-from {cp.initialize_from}: {init_dir} does not exist")
+    if cp.resume or cp.inference:
+        if cp.resume and not exists:
+            raise CheckpointError(f"cannot resume run {cp.run_id!r}: {run_dir} does not exist "
+                                  "(start it without --resume)")
+    elif exists:
+        if not cp.force:
+            raise CheckpointError(
+                f"{run_dir} already exists: use --resume to continue run {cp.run_id!r}, --force to "
+                "overwrite it, or another --run-id")
+        logger.warning("--force: deleting the previous results in %s", run_dir)
+        shutil.rmtree(run_dir)
+    (run_dir / "run_logs").mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def finished_behaviors(options: RunOptions, status: TrainingStatus) -> dict[str, tuple[int, int]] | None:
+    """For a resumed run: {behavior: (steps saved, max_steps)} if every configured behavior has
+    already reached max_steps, else None."""
+    done: dict[str, tuple[int, int]] = {}
+    for name, settings in options.behaviors.items():
+        record = status.final(name)
+        checkpoints = status.checkpoints(name)
+        steps = max([c.steps for c in checkpoints] + ([record.steps] if record is not None else []), default=None)
+        if steps is None or steps < settings.max_steps:
+            return None
+        done[name] = (steps, settings.max_steps)
+    return done or None
+
+
+def environment_launch(options: RunOptions, run_dir: Path, env_factory: EnvFactory | None,
+                       bind_address: str) -> EnvLaunch:
+    """How each worker opens its environment, with the constant environment parameters."""
+    parameters = []
+    for key, parameter in options.environment_parameters.items():
+        value = parameter.curriculum[0].value
+        if not isinstance(value, ConstantSampler):  # refused by the configuration check
+            raise ConfigError(f"environment_parameters.{key}: only constant values are supported yet")
+        parameters.append((key, float(value.value)))
+    env, engine = options.env_settings, options.engine_settings
+    return EnvLaunch(
+        env_path=env.env_path, env_factory=env_factory, seed=env.seed, base_port=env.base_port,
+        num_areas=env.num_areas, timeout_wait=float(env.timeout_wait), env_args=tuple(env.env_args or ()),
+        no_graphics=engine.no_graphics, no_graphics_monitor=engine.no_graphics_monitor,
+        engine=(engine.width, engine.height, engine.quality_level, engine.time_scale,
+                engine.target_frame_rate, engine.capture_frame_rate),
+        env_parameters=tuple(parameters), log_folder=str((run_dir / "run_logs").resolve()),
+        bind_address=bind_address,
+    )

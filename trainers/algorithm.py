@@ -1,0 +1,55 @@
+"""What a learning algorithm (PPO, SAC, POCA...) supplies to the trainer loop.
+
+The loop (:class:`trainers.trainer.Trainer`) owns everything algorithms share: queues, step
+counting, summaries, checkpoints, the thread and policy publishing. An algorithm only turns
+trajectories into updates of its policy.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Protocol
+
+import torch
+from mlagents_envs.base_env import BehaviorSpec
+
+from processors.trajectory import Trajectory
+from stats import StatsReporter
+from trainers.policy import TorchPolicy
+from trainers.settings import TrainerSettings
+
+
+class Algorithm(Protocol):
+    """One behavior's learner. ``policy`` is the network the loop publishes and exports."""
+
+    policy: TorchPolicy
+
+    def add(self, trajectory: Trajectory) -> None:
+        """Take one trajectory into the algorithm's buffer, with whatever targets it needs."""
+
+    def ready(self) -> bool:
+        """Whether enough experience is buffered for an update."""
+
+    def update(self, step: int) -> dict[str, float]:
+        """One update at trainer step ``step`` (schedules follow it); stats by ML-Agents tag."""
+
+    def state(self) -> dict[str, Any]:
+        """Module, optimiser and RNG state by name, for checkpoints (tensors and plain data)."""
+
+    def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
+        """Restore :meth:`state`; ``weights_only``: networks only, fresh optimiser (init_path).
+        Raises KeyError/RuntimeError when the state does not fit the networks."""
+
+
+class AlgorithmFactory(Protocol):
+    """How the registry builds an algorithm (a class with this keyword-only constructor)."""
+
+    def __call__(
+        self,
+        *,
+        behavior_name: str,
+        behavior_spec: BehaviorSpec,
+        settings: TrainerSettings,
+        stats_reporter: StatsReporter,
+        seed: int,
+        device: str | torch.device,
+    ) -> Algorithm: ...
