@@ -11,7 +11,7 @@ import pytest
 
 from envs.unity import UnityEnvironment
 from envs.unity.communicator import LoopbackCommunicator
-from envs.unity.standin import render_frame, visual_key, write_launcher
+from tests.support.standin import render_frame, visual_key, write_launcher
 from envs.exceptions import (
     UnityBuildCrashedError,
     UnityBuildQuitError,
@@ -289,3 +289,24 @@ def test_constructor_keywords_match_stock():
     ours = list(inspect.signature(UnityEnvironment.__init__).parameters)
     assert ours[: len(stock)] == stock
     assert {"bind_address", "max_message_bytes"} <= set(ours)
+
+
+def test_runtime_packages_never_import_test_support():
+    """The stand-in build is a test double: no runtime package may import ``tests``."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    offenders = []
+    for package in ("envs", "processors", "trainers", "stats"):
+        for path in sorted((root / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                offenders += [f"{path.relative_to(root)}: {n}" for n in names
+                              if n == "tests" or n.startswith("tests.") or n.endswith(".standin")]
+    assert offenders == []
