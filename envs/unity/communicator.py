@@ -25,12 +25,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
 import grpc
+from google.protobuf.message import DecodeError
 from mlagents_envs.communicator import Communicator
 from mlagents_envs.communicator_objects.unity_input_pb2 import UnityInputProto
 from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
 from mlagents_envs.communicator_objects.unity_output_pb2 import UnityOutputProto
 from mlagents_envs.exception import UnityWorkerInUseException
-from google.protobuf.message import DecodeError
 
 from envs.exceptions import (
     UnityBuildQuitError,
