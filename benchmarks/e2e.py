@@ -101,7 +101,7 @@ def main() -> None:
     import logging
 
     logging.basicConfig(level=logging.WARNING)
-    from envs.unity.standin import write_launcher
+    from tests.support.standin import write_launcher
 
     results = []
     with tempfile.TemporaryDirectory() as folder:

@@ -97,7 +97,7 @@ def main() -> None:
         return
 
     sys.path.insert(0, REPO)
-    from envs.unity.standin import write_launcher
+    from tests.support.standin import write_launcher
     from envs.unity.stock_venv import ensure_stock_venv
 
     stock_python = None

@@ -151,7 +151,7 @@ def test_env_path_that_does_not_exist(tmp_path):
 
 
 def test_port_in_use(tmp_path):
-    from envs.unity.standin import write_launcher
+    from tests.support.standin import write_launcher
 
     launcher = write_launcher(str(tmp_path))
     with socket.socket() as taken:

@@ -46,7 +46,7 @@ def free_port_pair() -> int:
 
 
 def setup(tmp_path: Path, crash_once_after: int | None = None) -> tuple[Path, str]:
-    from envs.unity.standin import write_launcher
+    from tests.support.standin import write_launcher
 
     config = tmp_path / "balance.yaml"
     config.write_text(yaml.safe_dump(BALANCE))

@@ -11,7 +11,7 @@ import pytest
 
 from envs.unity import UnityEnvironment
 from envs.unity.communicator import LoopbackCommunicator
-from envs.unity.standin import render_frame, visual_key, write_launcher
+from tests.support.standin import render_frame, visual_key, write_launcher
 from envs.exceptions import (
     UnityBuildCrashedError,
     UnityBuildQuitError,
@@ -289,3 +289,139 @@ def test_constructor_keywords_match_stock():
     ours = list(inspect.signature(UnityEnvironment.__init__).parameters)
     assert ours[: len(stock)] == stock
     assert {"bind_address", "max_message_bytes"} <= set(ours)
+
+
+def _impostor_messages():
+    """What a second local client might send: Unity's quit (it would end the session), a
+    second handshake, a step's output for the live behavior, and bytes that do not parse."""
+    from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
+
+    quit_message = UnityMessageProto()
+    quit_message.header.status = 400
+    handshake = UnityMessageProto()
+    handshake.header.status = 200
+    handshake.unity_output.rl_initialization_output.name = "Impostor"
+    step_output = UnityMessageProto()
+    step_output.header.status = 200
+    step_output.unity_output.rl_output.agentInfos["Balance?team=0"].value.add(id=0, reward=1e9, done=True)
+    return [quit_message, handshake, step_output]
+
+
+def _call_as_impostor(port: int, rounds: int) -> list:
+    """Status codes of a raw mlagents_envs stub's calls on a worker's port (None: answered)."""
+    import grpc
+    from mlagents_envs.communicator_objects.unity_to_external_pb2_grpc import UnityToExternalProtoStub
+
+    codes = []
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = UnityToExternalProtoStub(channel)
+        raw = channel.unary_unary("/communicator_objects.UnityToExternalProto/Exchange")
+        calls = [lambda m=m: stub.Exchange(m, timeout=10) for m in _impostor_messages()]
+        calls.append(lambda: raw(b"\xff\xff garbage", timeout=10))
+        for _ in range(rounds):
+            for call in calls:
+                try:
+                    call()
+                    codes.append(None)
+                except grpc.RpcError as e:
+                    codes.append(e.code())
+    return codes
+
+
+def test_other_peers_on_a_workers_port_are_refused_and_the_run_goes_on(make_env, caplog):
+    import threading
+
+    import grpc
+
+    # Two identical builds stepped in lockstep; only the first one gets an impostor.
+    env, control = make_env("--scene", "balance"), make_env("--scene", "balance")
+    name = "Balance?team=0"
+
+    def step_both() -> int:
+        seen = []
+        for e in (env, control):
+            zero_actions(e)
+            e.step()
+            seen.append(e.get_steps(name))
+        (decision, terminal), (decision_c, terminal_c) = seen
+        for got, want in ((decision, decision_c), (terminal, terminal_c)):
+            np.testing.assert_array_equal(got.agent_id, want.agent_id)
+            np.testing.assert_array_equal(got.obs[0], want.obs[0])
+            np.testing.assert_array_equal(got.reward, want.reward)
+        return len(decision) + len(terminal)
+
+    env.reset()
+    control.reset()
+    communicator = env._communicator
+    unity_peer = communicator.unity_peer
+    assert unity_peer is not None and unity_peer.startswith("ipv4:127.0.0.1:")
+    for _ in range(5):
+        step_both()
+    codes: list = []
+    agent_steps = 0
+    with caplog.at_level(logging.WARNING, logger="envs.unity.communicator"):
+        # An impostor while the trainer steps (its calls race the real exchanges) ...
+        impostor = threading.Thread(target=lambda: codes.extend(_call_as_impostor(env.port, 5)))
+        impostor.start()
+        while impostor.is_alive():
+            agent_steps += step_both()
+        impostor.join()
+        # ... and once more between two steps.
+        codes += _call_as_impostor(env.port, 1)
+    assert codes == [grpc.StatusCode.PERMISSION_DENIED] * 24
+    assert communicator.refused_calls == 24 and communicator.unity_peer == unity_peer
+    refusals = [r for r in caplog.records if "refused a call from" in r.getMessage()]
+    assert refusals and all(r.levelno == logging.WARNING for r in refusals)
+    text = refusals[0].getMessage()
+    stranger = text.split("refused a call from ")[1].split(" ")[0]
+    assert stranger.startswith("ipv4:127.0.0.1:") and stranger != unity_peer
+    assert f"worker 0 (port {env.port})" in text and unity_peer in text
+    # The run is unaffected: it steps on exactly as the control build does, then ends cleanly.
+    for _ in range(30):
+        agent_steps += step_both()
+    assert agent_steps > 0
+    process = env.process
+    env.close()
+    assert process.returncode == 0
+
+
+def test_only_a_handshake_claims_the_port_then_only_its_peer_is_admitted():
+    from envs.unity.communicator import _Rendezvous
+    from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
+
+    quit_message, handshake, step_output = _impostor_messages()
+    rendezvous = _Rendezvous(1 << 20)
+    # A stray first call that is not Unity's opening message claims nothing.
+    assert "must be Unity's handshake" in rendezvous.admit(quit_message, "ipv4:127.0.0.1:1111")
+    assert rendezvous.admit(step_output, "ipv4:127.0.0.1:1111") is not None
+    assert rendezvous.unity_peer is None
+    assert rendezvous.admit(handshake, "ipv4:127.0.0.1:2222") is None
+    assert rendezvous.unity_peer == "ipv4:127.0.0.1:2222"
+    # From now on the owner may send anything (its quit ends the session, as it should) ...
+    assert rendezvous.admit(quit_message, "ipv4:127.0.0.1:2222") is None
+    assert rendezvous.admit(UnityMessageProto(), "ipv4:127.0.0.1:2222") is None
+    # ... and nobody else anything, not even from the same host or with a handshake.
+    for peer in ("ipv4:127.0.0.1:1111", "ipv4:127.0.0.1:2223", "ipv6:[::1]:2222"):
+        reason = rendezvous.admit(handshake, peer)
+        assert reason is not None and "ipv4:127.0.0.1:2222" in reason
+
+
+def test_runtime_packages_never_import_test_support():
+    """The stand-in build is a test double: no runtime package may import ``tests``."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    offenders = []
+    for package in ("envs", "processors", "trainers", "stats"):
+        for path in sorted((root / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                else:
+                    continue
+                offenders += [f"{path.relative_to(root)}: {n}" for n in names
+                              if n == "tests" or n.startswith("tests.") or n.endswith(".standin")]
+    assert offenders == []

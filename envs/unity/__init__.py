@@ -1,8 +1,8 @@
 """Connection to Unity builds and the Editor over the ML-Agents gRPC protocol.
 
 Importing this package only registers a cheap import hook so that ``mlagents_envs``' protocol
-modules load under any protobuf (see ``envs.unity.protocol``); the environment class and the
-stand-in build load on first use::
+modules load under any protobuf (see ``envs.unity.protocol``); the environment class loads
+on first use::
 
     from envs.unity import UnityEnvironment
     env = UnityEnvironment(file_name=..., base_port=0, timeout_wait=20)
@@ -14,7 +14,7 @@ from envs.unity import protocol as _protocol
 
 _protocol.install()
 
-__all__ = ["UnityEnvironment", "DEFAULT_MAX_MESSAGE_BYTES", "write_launcher"]
+__all__ = ["UnityEnvironment", "DEFAULT_MAX_MESSAGE_BYTES"]
 
 
 def __getattr__(name: str) -> Any:
@@ -22,8 +22,4 @@ def __getattr__(name: str) -> Any:
         from envs.unity import environment
 
         return getattr(environment, name)
-    if name == "write_launcher":
-        from envs.unity import standin
-
-        return standin.write_launcher
     raise AttributeError(f"module 'envs.unity' has no attribute {name!r}")

@@ -6,6 +6,11 @@ thread through a queue (the message object itself, not a pickled copy), and the 
 thread waits for the main thread's reply on a second queue. The main thread never waits
 longer than ``timeout_wait`` seconds for any message, start-up included, and checks the
 build's process every ``poll_interval_s`` while it waits.
+
+One Unity process per port: the first peer whose opening message is a handshake (status 200
+with the initialization output) owns the port for the rest of the session, and every call from
+any other peer is refused with PERMISSION_DENIED and a warning naming it, without reaching the
+main thread (see ``_Rendezvous.admit``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Optional
 
 import grpc
+from google.protobuf.message import DecodeError
 from mlagents_envs.communicator import Communicator
 from mlagents_envs.communicator_objects.unity_input_pb2 import UnityInputProto
 from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
@@ -41,6 +47,8 @@ STATUS_OK = 200
 STATUS_QUIT = 400
 
 PollCallback = Callable[[], None]
+# Refused peers are warned about once each; past this many distinct peers, only at DEBUG.
+_MAX_WARNED_PEERS = 64
 
 
 class _Oversized:
@@ -50,6 +58,15 @@ class _Oversized:
 
     def __init__(self, size: int) -> None:
         self.size = size
+
+
+class _Malformed:
+    """Placeholder for a request that is not a UnityMessageProto (a parse error)."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: str) -> None:
+        self.error = error
 
 
 def is_loopback(address: str) -> bool:
@@ -68,25 +85,93 @@ def _grpc_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _opens_a_session(request: Any) -> bool:
+    """Whether a first message looks like Unity's: status 200 and an initialization output."""
+    return (
+        isinstance(request, UnityMessageProto)
+        and request.header.status == STATUS_OK
+        and request.HasField("unity_output")
+        and request.unity_output.HasField("rl_initialization_output")
+    )
+
+
 class _Rendezvous:
     """Hands messages between the gRPC handler thread and the main thread.
 
     Unity sends one request at a time and waits for its reply, so one inbox and one outbox
-    suffice. ``closed`` releases a handler waiting for a reply that will never come.
+    suffice, provided only one peer ever reaches them: ``admit`` sees to that. ``closed``
+    releases a handler waiting for a reply that will never come.
+
+    Who is "the Unity process": the gRPC peer of its connection (``ipv4:127.0.0.1:54321``),
+    i.e. the TCP connection's address and port. While that connection is open no other
+    process can present the same peer (the OS will not give a second socket the same
+    address, port and destination), and nothing a client sends (a name, metadata, the
+    handshake's content) can forge it. Unity keeps one channel, hence one connection, for
+    its whole life (our server never sends GOAWAY before ``close``); it comes back from a new
+    port only as a new process, and a restarted build is a new environment with a new port
+    owner. Identifying by host alone would admit every local process, the hole this closes.
     """
 
-    def __init__(self, max_message_bytes: int) -> None:
+    def __init__(self, max_message_bytes: int, where: Callable[[], str] = lambda: "Unity connection") -> None:
         self.inbox: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
         self.outbox: "queue.SimpleQueue[UnityMessageProto]" = queue.SimpleQueue()
         self.closed = threading.Event()
         self.max_message_bytes = max_message_bytes
+        self.where = where
+        self.unity_peer: Optional[str] = None
+        self.refused = 0
+        self._lock = threading.Lock()
+        self._warned: set = set()
 
     def deserialize(self, data: bytes) -> Any:
         if len(data) > self.max_message_bytes:
             return _Oversized(len(data))
-        return UnityMessageProto.FromString(data)
+        try:
+            return UnityMessageProto.FromString(data)
+        except DecodeError as e:
+            return _Malformed(str(e) or "cannot parse")
+
+    def admit(self, request: Any, peer: str) -> Optional[str]:
+        """None if ``peer`` may talk to the trainer, else why not.
+
+        The first peer whose message opens a session (see ``_opens_a_session``) owns the
+        port from then on; a stray first call that is not a handshake claims nothing.
+        """
+        with self._lock:
+            if self.unity_peer is None:
+                if not _opens_a_session(request):
+                    return "the first message on this port must be Unity's handshake"
+                self.unity_peer = peer
+                logger.debug("%s: Unity connected from %s", self.where(), peer)
+                return None
+            if peer == self.unity_peer:
+                return None
+            return f"this port belongs to the Unity process connected from {self.unity_peer}"
+
+    def _refuse(self, peer: str, reason: str, context: grpc.ServicerContext) -> None:
+        with self._lock:
+            self.refused += 1
+            first_time = peer not in self._warned and len(self._warned) < _MAX_WARNED_PEERS
+            if first_time:
+                self._warned.add(peer)
+        logger.log(
+            logging.WARNING if first_time else logging.DEBUG,
+            "%s: refused a call from %s (%s); another process on this machine tried to talk "
+            "to the trainer. The run goes on.",
+            self.where(),
+            peer,
+            reason,
+        )
+        context.abort(grpc.StatusCode.PERMISSION_DENIED, f"refused: {reason}")
 
     def exchange(self, request: Any, context: grpc.ServicerContext) -> UnityMessageProto:
+        peer = context.peer()
+        reason = self.admit(request, peer)
+        if reason is not None:
+            self._refuse(peer, reason, context)
+        if isinstance(request, _Malformed):
+            logger.warning("%s: Unity sent a message that does not parse (%s)", self.where(), request.error)
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"not a UnityMessageProto: {request.error}")
         self.inbox.put(request)
         while True:
             try:
@@ -126,7 +211,7 @@ class LoopbackCommunicator(Communicator):
         self.bind_address = bind_address
         self.max_message_bytes = int(max_message_bytes)
         self.poll_interval_s = poll_interval_s
-        self._rendezvous = _Rendezvous(self.max_message_bytes)
+        self._rendezvous = _Rendezvous(self.max_message_bytes, self._where)
         self._steps = 0
         self.is_open = False
         if not is_loopback(bind_address):
@@ -141,7 +226,18 @@ class LoopbackCommunicator(Communicator):
         self.is_open = True
 
     def _where(self) -> str:
-        return f"worker {self.worker_id} (port {self.port})"
+        return f"worker {self.worker_id} (port {getattr(self, 'port', '?')})"
+
+    @property
+    def unity_peer(self) -> Optional[str]:
+        """The gRPC peer of the Unity process that owns this port (``ipv4:127.0.0.1:54321``),
+        None until it has connected. Calls from any other peer are refused."""
+        return self._rendezvous.unity_peer
+
+    @property
+    def refused_calls(self) -> int:
+        """How many calls from other peers were refused."""
+        return self._rendezvous.refused
 
     def _start_server(self, port: int) -> int:
         if port != 0:

@@ -1,8 +1,11 @@
 """A stand-in Unity build: plays the Unity side of the ML-Agents gRPC protocol, for tests and
 benchmarks.
 
-Run it as a build would be run, ``python -m envs.unity.standin --mlagents-port 5005 [flags]``,
-or hand ``write_launcher(folder)`` to ``UnityEnvironment(file_name=...)``. Like a Unity
+A test double, not part of the runtime packages (nothing under ``envs/``, ``processors/``,
+``trainers/`` or ``stats/`` imports it). Run it as a build would be run,
+``python tests/support/standin.py --mlagents-port 5005 [flags]`` (or
+``python -m tests.support.standin`` from the repository root), or hand
+``write_launcher(folder)`` to ``UnityEnvironment(file_name=...)``. Like a Unity
 player it is the gRPC client, accepts ``--mlagents-port``, ``-nographics``, ``-batchmode``,
 ``-logFile PATH`` (and ignores other flags), answers the engine-configuration and
 environment-parameter side channels (their values come back as stats), and sends stats
@@ -552,7 +555,7 @@ def _env_int(name: str) -> Optional[int]:
 
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Flags a Unity player gets plus the stand-in's own; unknown flags are ignored."""
-    parser = argparse.ArgumentParser(prog="python -m envs.unity.standin", allow_abbrev=False)
+    parser = argparse.ArgumentParser(prog="tests/support/standin.py", allow_abbrev=False)
     parser.add_argument("--mlagents-port", type=int, default=5004)
     parser.add_argument("-nographics", action="store_true")
     parser.add_argument("-batchmode", action="store_true")
@@ -741,19 +744,22 @@ def write_launcher(folder: str, *, scene: Optional[str] = None, name: str = "Sta
 
     Pass the path as ``UnityEnvironment(file_name=...)``. ``python`` defaults to this
     interpreter; the repository root is put on PYTHONPATH so any interpreter with numpy,
-    grpcio, protobuf and mlagents-envs can run it.
+    grpcio, protobuf and mlagents-envs can run it. The script runs this file by its path
+    rather than ``-m tests.support.standin``: ``-m`` would put the build's working directory
+    first on ``sys.path``, where a user's own ``tests`` package could shadow ours.
     """
     import shlex
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    here = os.path.abspath(__file__)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
     args = list(extra_args) + (["--scene", scene] if scene else [])
     path = os.path.join(folder, name)
     with open(path, "w", encoding="utf-8") as f:
         f.write(
             "#!/bin/sh\n"
-            "# Stand-in Unity build (envs.unity.standin).\n"
+            "# Stand-in Unity build (tests.support.standin), a test double.\n"
             f'export PYTHONPATH={shlex.quote(root)}"${{PYTHONPATH:+:$PYTHONPATH}}"\n'
-            f"exec {shlex.quote(python or sys.executable)} -m envs.unity.standin "
+            f"exec {shlex.quote(python or sys.executable)} {shlex.quote(here)} "
             f'{" ".join(shlex.quote(a) for a in args)} "$@"\n'
         )
     os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
