@@ -25,7 +25,7 @@ def basic_config(tmp_path: Path, max_steps: int, **extra) -> Path:
 
 
 def run_cli(tmp_path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainers.cli", *args], cwd=tmp_path, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "orchestration.cli", *args], cwd=tmp_path, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -98,7 +98,7 @@ def test_basic_trains_above_threshold_with_complete_results(tmp_path):
 
 def test_sigint_saves_and_resume_continues_from_the_saved_step(tmp_path):
     config = basic_config(tmp_path, 16_000, threaded=True)
-    args = [sys.executable, "-m", "trainers.cli", str(config), "--run-id=stop", "--num-areas", "8", "--seed", "1"]
+    args = [sys.executable, "-m", "orchestration.cli", str(config), "--run-id=stop", "--num-areas", "8", "--seed", "1"]
     process = subprocess.Popen(args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     out = []
     deadline = time.monotonic() + 90
@@ -174,7 +174,7 @@ def test_num_envs_needs_a_build(tmp_path):
 
 
 def test_cli_flags_override_yaml_only_when_typed():
-    from trainers.cli import build_parser
+    from orchestration.cli import build_parser
 
     explicit = vars(build_parser().parse_args(["c.yaml", "--num-envs", "3", "--env-args", "-a", "--b", "--c=2"]))
     assert explicit == {"trainer_config_path": "c.yaml", "num_envs": 3, "env_args": ["-a", "--b", "--c=2"]}

@@ -5,18 +5,18 @@ the other behaviors are saved, a stop request saves everything, perf stats reach
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import attrs
 import pytest
 
-from stats import StatsHub, StatsWriter
-from trainers.checkpoints import TrainingStatus
-from trainers.controller import PERF_AGENT_STEPS_PER_SECOND, TrainerController
-from trainers.env_manager import EnvLaunch, EnvManager, InProcessPool
+from orchestration.controller import PERF_AGENT_STEPS_PER_SECOND
+from orchestration.run import build_run
+from stats import StatsWriter
 from trainers.exceptions import TrainerError
-from trainers.ppo import PPOTrainer
-from trainers.registry import TrainerRegistry, builtin_trainers
+from trainers.ppo import PPO
+from trainers.registry import TrainerRegistry, builtin_algorithms
 from trainers.settings import RunOptions, TrainerSettings, builtin_hyperparameter_types, load_run_options
 
 
@@ -28,10 +28,24 @@ class Keep(StatsWriter):
         self.rows.append((category, step, dict(values)))
 
 
-class FailingPPO(PPOTrainer):
+class FailingPPO(PPO):
     """PPO whose first update raises."""
 
-    def _update_policy(self):
+    def update(self, step):
+        raise FloatingPointError("loss is nan")
+
+
+class FailingWhenQueueFullPPO(PPO):
+    """PPO whose first update waits until the environment side is blocked on the full
+    trajectory queue (back-pressure), then raises."""
+
+    queues: list = []
+
+    def update(self, step):
+        deadline = time.monotonic() + 20
+        while not any(q.qsize() >= q.maxlen for q in self.queues) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # the producer is now waiting in put()
         raise FloatingPointError("loss is nan")
 
 
@@ -47,19 +61,14 @@ def two_behavior_options(tmp_path: Path, **changes) -> RunOptions:
 def make(tmp_path: Path, options: RunOptions, registry: TrainerRegistry, *, env: str = "builtin:TwoBehaviors",
          stop: threading.Event | None = None):
     keep = Keep()
-    hub = StatsHub([keep])
-    run_dir = tmp_path / "run"
-    status = TrainingStatus(run_dir / "run_logs/training_status.json")
-    controller = TrainerController(options=options, run_dir=run_dir, hub=hub, registry=registry, status=status,
-                                   seed=1, device="cpu", stop=stop)
-    manager = EnvManager(InProcessPool(EnvLaunch(env_path=env, seed=1)), controller.create_runtime,
-                         perf=controller.perf)
-    return controller, manager, keep
+    options = attrs.evolve(options, env_settings=attrs.evolve(options.env_settings, env_path=env, seed=1))
+    run = build_run(options, registry=registry, writers=[keep], console=False, stop=stop)
+    return run.controller, run.env_manager, keep
 
 
 def test_two_behaviors_train_to_max_steps_and_are_saved(tmp_path, monkeypatch):
-    monkeypatch.setattr("trainers.controller.PERF_REPORT_INTERVAL_S", 0.0)
-    registry = TrainerRegistry(builtin_trainers(), builtin_hyperparameter_types())
+    monkeypatch.setattr("orchestration.controller.PERF_REPORT_INTERVAL_S", 0.0)
+    registry = TrainerRegistry(builtin_algorithms(), builtin_hyperparameter_types())
     controller, manager, keep = make(tmp_path, two_behavior_options(tmp_path), registry)
     outcome = controller.run(manager)
     assert not outcome.interrupted
@@ -73,19 +82,51 @@ def test_two_behaviors_train_to_max_steps_and_are_saved(tmp_path, monkeypatch):
 
 def test_a_failing_trainer_stops_the_run_after_saving_the_others(tmp_path):
     options = two_behavior_options(tmp_path)
-    registry = TrainerRegistry({"ppo": PPOTrainer}, builtin_hyperparameter_types())
-    failing = TrainerRegistry({"ppo": FailingPPO}, builtin_hyperparameter_types())
-
-    class Mixed(TrainerRegistry):
-        def create(self, *, behavior_name, **kwargs):
-            chosen = failing if behavior_name == "LineWalker" else registry
-            return TrainerRegistry.create(chosen, behavior_name=behavior_name, **kwargs)
-
-    controller, manager, _ = make(tmp_path, options, Mixed(registry.trainers, registry.hyperparameter_types))
+    controller, manager, _ = make(tmp_path, options, mixed_registry(FailingPPO))
     with pytest.raises(TrainerError, match="FloatingPointError: loss is nan"):
         controller.run(manager)
     assert sorted(controller.trainers) == ["LineWalker", "Reacher"]
     assert (tmp_path / "run" / "Reacher.onnx").exists()  # the healthy behavior is saved
+    assert not (tmp_path / "run" / "LineWalker.onnx").exists()  # the failed one keeps its last checkpoint
+
+
+def mixed_registry(failing_algorithm) -> TrainerRegistry:
+    """PPO for every behavior but LineWalker, which gets ``failing_algorithm``."""
+    registry = TrainerRegistry({"ppo": PPO}, builtin_hyperparameter_types())
+    failing = TrainerRegistry({"ppo": failing_algorithm}, builtin_hyperparameter_types())
+
+    class Mixed(TrainerRegistry):
+        def create(self, *, behavior_name, **kwargs):
+            chosen = failing if behavior_name == "LineWalker" else registry
+            trainer = TrainerRegistry.create(chosen, behavior_name=behavior_name, **kwargs)
+            if chosen is failing:
+                failing_algorithm.queues = trainer._trajectory_queues
+            return trainer
+
+    return Mixed(registry.algorithms, registry.hyperparameter_types)
+
+
+def test_a_trainer_failing_while_its_queue_is_full_ends_the_run_in_seconds(tmp_path):
+    # Big buffer: the trainer consumes slowly enough for the queue (20) to fill up first.
+    options = two_behavior_options(tmp_path, max_steps=100_000)
+    FailingWhenQueueFullPPO.queues = []
+    controller, manager, _ = make(tmp_path, options, mixed_registry(FailingWhenQueueFullPPO))
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            controller.run(manager)
+        except BaseException as error:  # noqa: BLE001 - inspected below
+            errors.append(error)
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    runner.join(60)
+    assert not runner.is_alive(), "the run hung after its trainer failed"
+    assert len(errors) == 1 and isinstance(errors[0], TrainerError), errors
+    assert "LineWalker" in str(errors[0]) and "loss is nan" in str(errors[0])
+    assert FailingWhenQueueFullPPO.queues and all(q.closed for q in FailingWhenQueueFullPPO.queues)
+    assert (tmp_path / "run" / "Reacher.onnx").exists()
 
 
 def test_stop_request_saves_every_behavior(tmp_path):

@@ -66,7 +66,7 @@ def setup(tmp_path: Path, crash_once_after: int | None = None) -> tuple[Path, st
 
 def run_cli(tmp_path: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     common = ["--num-envs", "2", "--seed", "2", "--base-port", str(free_port_pair()), "--timeout-wait", "30"]
-    return subprocess.run([sys.executable, "-m", "trainers.cli", *common, *args],  # --env-args comes last
+    return subprocess.run([sys.executable, "-m", "orchestration.cli", *common, *args],  # --env-args comes last
                           cwd=tmp_path, capture_output=True, text=True, timeout=180,
                           env={**os.environ, **(env or {})})
 

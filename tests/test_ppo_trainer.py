@@ -1,4 +1,4 @@
-"""PPOTrainer: bootstrapping, updates, summaries, checkpoints and exact resume, threads."""
+"""The trainer loop with PPO: bootstrapping, updates, summaries, checkpoints and exact resume, threads."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from processors import AgentManagerQueue, Trajectory
 from stats import StatsHub, StatsReporter, StatsWriter
 from tests.steps import behavior_spec
 from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus, load_state
-from trainers.exceptions import CheckpointError, TrainerError, UnknownTrainerTypeError
-from trainers.ppo import PPOTrainer, UnsupportedRewardSignalError
+from trainers.exceptions import CheckpointError, ConfigError, TrainerError, UnknownTrainerTypeError
+from trainers.ppo import PPO
 from trainers.registry import TrainerRegistry
 from trainers.settings import (
     CuriositySettings,
@@ -25,7 +25,7 @@ from trainers.settings import (
     RewardSignalType,
     TrainerSettings,
 )
-from trainers.trainer import TrainerThread
+from trainers.trainer import Trainer, TrainerThread
 
 SPEC = behavior_spec(obs_shapes=((3,),), continuous=2, branches=(3,))
 
@@ -44,15 +44,13 @@ def settings(**changes) -> TrainerSettings:
     return attrs.evolve(base, **changes)
 
 
-def make_trainer(seed: int = 0, checkpoints=None, **changes) -> PPOTrainer:
-    return PPOTrainer(
-        behavior_name="Walker",
-        behavior_spec=SPEC,
-        settings=settings(**changes),
-        stats_reporter=StatsReporter("Walker"),
-        checkpoints=checkpoints,
-        seed=seed,
-    )
+def make_trainer(seed: int = 0, checkpoints=None, stats_reporter=None, **changes) -> Trainer:
+    reporter = stats_reporter if stats_reporter is not None else StatsReporter("Walker")
+    behavior_settings = settings(**changes)
+    ppo = PPO(behavior_name="Walker", behavior_spec=SPEC, settings=behavior_settings, stats_reporter=reporter,
+              seed=seed)
+    return Trainer(behavior_name="Walker", settings=behavior_settings, algorithm=ppo, stats_reporter=reporter,
+                   checkpoints=checkpoints)
 
 
 def trajectory(seed: int, length: int = 8, done: bool = False, interrupted: bool = False) -> Trajectory:
@@ -79,7 +77,7 @@ def trajectory(seed: int, length: int = 8, done: bool = False, interrupted: bool
     )
 
 
-def feed(trainer: PPOTrainer, seeds, queue=None) -> AgentManagerQueue:
+def feed(trainer: Trainer, seeds, queue=None) -> AgentManagerQueue:
     queue = queue or AgentManagerQueue("Walker?team=0")
     if queue not in trainer._trajectory_queues:
         trainer.subscribe_trajectory_queue(queue)
@@ -88,7 +86,7 @@ def feed(trainer: PPOTrainer, seeds, queue=None) -> AgentManagerQueue:
     return queue
 
 
-def run_serial(trainer: PPOTrainer, seeds) -> None:
+def run_serial(trainer: Trainer, seeds) -> None:
     """Trajectories arrive one at a time, as from an environment; the trainer keeps up."""
     for seed in seeds:
         feed(trainer, [seed])
@@ -96,10 +94,11 @@ def run_serial(trainer: PPOTrainer, seeds) -> None:
             pass
 
 
-def weights(trainer: PPOTrainer) -> dict[str, torch.Tensor]:
+def weights(trainer: Trainer) -> dict[str, torch.Tensor]:
     """Copies of every actor and critic tensor (state dicts share storage with the modules)."""
     actor = {k: v.clone() for k, v in trainer.policy.actor.state_dict().items()}
-    return {**actor, **{f"critic.{k}": v.clone() for k, v in trainer.critic.state_dict().items()}}
+    critic = trainer.algorithm.critic.state_dict()
+    return {**actor, **{f"critic.{k}": v.clone() for k, v in critic.items()}}
 
 
 def assert_same_weights(a: dict, b: dict) -> None:
@@ -112,11 +111,12 @@ def assert_same_weights(a: dict, b: dict) -> None:
 def test_interrupted_endings_bootstrap_and_true_terminals_do_not(interrupted):
     trainer = make_trainer(network_settings=NetworkSettings(hidden_units=16, num_layers=1))
     ended = trajectory(1, length=4, done=True, interrupted=interrupted)
-    trainer._process_trajectory(ended)
-    batch = trainer.buffer.to_batch(trainer.device)
+    ppo = trainer.algorithm
+    ppo.add(ended)
+    batch = ppo.buffer.to_batch(ppo.device)
     with torch.no_grad():
-        next_value = trainer.critic([torch.as_tensor(ended.next_obs[0][None])])["extrinsic"].item()
-    last_return = batch.returns["extrinsic"][-1].item()
+        next_value = ppo.critic([torch.as_tensor(ended.next_obs[0][None])])["extrinsic"].item()
+    last_return = batch.returns[-1, 0].item()
     reward = float(ended.rewards[-1])
     expected = reward + 0.9 * next_value if interrupted else reward
     assert last_return == pytest.approx(expected, abs=1e-5)
@@ -128,9 +128,9 @@ def test_update_happens_when_buffer_is_full_and_publishes_weights():
     trainer.publish_policy_queue(policy_queue)
     before = weights(trainer)
     run_serial(trainer, range(6))  # 48 samples: not more than buffer_size
-    assert policy_queue.empty() and len(trainer.buffer) == 48
+    assert policy_queue.empty() and len(trainer.algorithm.buffer) == 48
     run_serial(trainer, [6])
-    assert len(trainer.buffer) == 0
+    assert len(trainer.algorithm.buffer) == 0
     published = policy_queue.get_nowait()
     assert_same_weights(published, trainer.policy.get_weights())
     assert any(not torch.equal(before[k], v) for k, v in weights(trainer).items())
@@ -146,10 +146,7 @@ def test_summary_written_every_summary_freq_with_ml_agents_tags():
             self.windows.append((step, dict(values)))
 
     capture = Capture()
-    trainer = PPOTrainer(
-        behavior_name="Walker", behavior_spec=SPEC, settings=settings(), seed=0, checkpoints=None,
-        stats_reporter=StatsHub([capture]).reporter("Walker"),
-    )
+    trainer = make_trainer(stats_reporter=StatsHub([capture]).reporter("Walker"))
     run_serial(trainer, range(12))  # 96 steps: summaries at 40 and 80
     assert [step for step, _ in capture.windows] == [40, 80]
     second = capture.windows[1][1]
@@ -166,7 +163,7 @@ def test_training_stops_at_max_steps():
     assert trainer.step == 40 and not trainer.should_still_train
 
 
-def run_queued(trainer: PPOTrainer, seeds) -> None:
+def run_queued(trainer: Trainer, seeds) -> None:
     """All trajectories queued first, then the trainer drains them (as a thread would)."""
     feed(trainer, seeds)
     while trainer.advance():
@@ -183,7 +180,7 @@ def test_threaded_matches_serial_for_one_seed_and_seed_matters():
     queue = feed(threaded, range(20))
     thread.start()
     deadline = threading.Event()
-    while threaded.step < 160 or not queue.empty() or len(threaded.buffer) > threaded.hyperparameters.buffer_size:
+    while threaded.step < 160 or not queue.empty() or len(threaded.algorithm.buffer) > threaded.algorithm.hyperparameters.buffer_size:
         assert not deadline.wait(0.01) and thread.is_alive()
     stop.set()
     thread.join(10)
@@ -202,7 +199,7 @@ def test_exception_in_trainer_thread_reaches_main_thread():
     def explode(_trajectory):
         raise ValueError("NaN in observations")
 
-    trainer._process_trajectory = explode
+    trainer.algorithm.add = explode
     stop = threading.Event()
     thread = TrainerThread(trainer, stop)
     feed(trainer, [0])
@@ -240,12 +237,12 @@ def test_resume_continues_exactly_as_an_uninterrupted_run(tmp_path):
     status = TrainingStatus(tmp_path / "training_status.json")
     first = make_trainer(seed=5, checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status))
     run_serial(first, range(14))  # the 14th trajectory fills the buffer: an update empties it
-    assert len(first.buffer) == 0
+    assert len(first.algorithm.buffer) == 0
     first.save_checkpoint()
     resumed = make_trainer(seed=99, checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status))
     resumed.resume()
     assert resumed.step == first.step == 112
-    assert resumed._schedules() == first._schedules()
+    assert resumed.algorithm.schedules(resumed.step) == first.algorithm.schedules(first.step)
     assert resumed.elapsed_before == load_state(tmp_path / "Walker" / "checkpoint.pt")["elapsed_seconds"] > 0
     run_serial(resumed, range(14, 30))
     assert resumed.step == uninterrupted.step
@@ -279,9 +276,27 @@ def test_checkpoints_load_without_unpickling(tmp_path):
         load_state(path)
 
 
+def test_random_bytes_are_not_a_checkpoint(tmp_path):
+    path = tmp_path / "checkpoint.pt"
+    path.write_bytes(np.random.default_rng(0).bytes(4096))
+    with pytest.raises(CheckpointError, match="checkpoint.pt: not a checkpoint"):
+        load_state(path)
+
+
+def test_resume_with_other_network_settings_names_the_mismatch(tmp_path):
+    status = TrainingStatus(tmp_path / "s.json")
+    first = make_trainer(checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status))
+    run_serial(first, range(2))
+    first.save_checkpoint()
+    wider = make_trainer(checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status),
+                         network_settings=NetworkSettings(hidden_units=32, num_layers=1, normalize=True))
+    with pytest.raises(CheckpointError, match="does not fit behavior 'Walker' as configured.*network_settings"):
+        wider.resume()
+
+
 def test_unsupported_reward_signal_is_named():
     signals = {RewardSignalType.EXTRINSIC: ExtrinsicSettings(), RewardSignalType.CURIOSITY: CuriositySettings()}
-    with pytest.raises(UnsupportedRewardSignalError, match="behaviors.Walker.reward_signals: curiosity"):
+    with pytest.raises(ConfigError, match="behaviors.Walker.reward_signals.curiosity: not supported"):
         make_trainer(reward_signals=signals)
 
 
@@ -294,10 +309,10 @@ def test_registry_names_missing_trainer_type():
 
 def test_registry_loads_trainer_plugins_from_entry_points(tmp_path, monkeypatch):
     (tmp_path / "myplugin.py").write_text(
-        "from trainers.ppo import PPOTrainer\n"
+        "from trainers.ppo import PPO\n"
         "from trainers.settings import PPOSettings\n"
-        "class MyTrainer(PPOTrainer):\n    pass\n"
-        "def register():\n    return {'my_ppo': MyTrainer}, {'my_ppo': PPOSettings}\n"
+        "class MyPPO(PPO):\n    pass\n"
+        "def register():\n    return {'my_ppo': MyPPO}, {'my_ppo': PPOSettings}\n"
     )
     dist = tmp_path / "myplugin-1.0.dist-info"
     dist.mkdir()
@@ -308,4 +323,4 @@ def test_registry_loads_trainer_plugins_from_entry_points(tmp_path, monkeypatch)
     assert registry.hyperparameter_types["my_ppo"] is PPOSettings
     trainer = registry.create(behavior_name="Walker", behavior_spec=SPEC, settings=settings(trainer_type="my_ppo"),
                               stats_reporter=StatsReporter("Walker"), checkpoints=None, seed=0, device="cpu")
-    assert type(trainer).__name__ == "MyTrainer"
+    assert type(trainer.algorithm).__name__ == "MyPPO"
