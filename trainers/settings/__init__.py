@@ -6,7 +6,7 @@ Typical use::
 
     options = load_run_options("config/ppo/3DBall.yaml")
     options = apply_cli_overrides(options, {"run_id": "ball", "num_envs": 4, "env": path})
-    settings = options.behavior_settings("3DBall?team=0")
+    settings = behavior_settings(options, "3DBall?team=0")  # or options.behavior_settings(...)
     write_configuration(options, os.path.join(options.checkpoint_settings.write_path,
                                               "configuration.yaml"))
 """
@@ -46,11 +46,12 @@ from trainers.settings.schema import (
     TorchSettings,
     TrainerSettings,
     UniformSampler,
+    behavior_settings,
     builtin_hyperparameter_types,
     reward_signal_types,
     sampler_types,
 )
-from trainers.settings.structure import make_converter, structure_run_options
+from trainers.settings.structure import make_converter, structure_run_options, unstructure_run_options
 from trainers.settings.validate import ValidationReport, check_run_options, check_trainer_settings
 
 __all__ = [
@@ -90,6 +91,7 @@ __all__ = [
     "UniformSampler",
     "ValidationReport",
     "apply_cli_overrides",
+    "behavior_settings",
     "builtin_hyperparameter_types",
     "check_run_options",
     "check_trainer_settings",
@@ -101,5 +103,6 @@ __all__ = [
     "reward_signal_types",
     "sampler_types",
     "structure_run_options",
+    "unstructure_run_options",
     "write_configuration",
 ]

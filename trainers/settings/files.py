@@ -12,6 +12,7 @@ import yaml
 
 from trainers.exceptions import CheckpointError, ConfigError
 from trainers.settings.schema import RunOptions
+from trainers.settings.structure import structure_run_options, unstructure_run_options
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -74,14 +75,14 @@ def load_run_options(
         return RunOptions(config_specified=False)
     data = read_yaml(path)
     try:
-        return RunOptions.from_dict(data, hyperparameter_types=hyperparameter_types)
+        return structure_run_options(data, hyperparameter_types=hyperparameter_types)
     except ConfigError as exc:
         raise type(exc)(f"{os.fspath(path)}: {exc}") from None
 
 
 def dump_run_options(options: RunOptions) -> str:
     """The YAML text of ``options`` (every key, in schema order)."""
-    return yaml.safe_dump(options.as_dict(), sort_keys=False, default_flow_style=False)
+    return yaml.safe_dump(unstructure_run_options(options), sort_keys=False, default_flow_style=False)
 
 
 def write_configuration(options: RunOptions, path: str | os.PathLike[str]) -> None:

@@ -16,6 +16,8 @@ import attrs
 
 from trainers.exceptions import ConfigError
 from trainers.settings.schema import RunOptions, TrainerSettings
+from trainers.settings.structure import config_error, make_converter, structure_at
+from trainers.settings.validate import check_run_options
 
 logger = logging.getLogger(__name__)
 
@@ -91,9 +93,6 @@ def apply_cli_overrides(options: RunOptions, explicit: Mapping[str, Any]) -> Run
     ``--initialize-from`` beats a YAML ``resume`` (each with a warning). Values are checked
     like YAML values; the result is re-validated; ConfigError lists every problem.
     """
-    from trainers.settings.structure import config_error, make_converter, structure_at
-    from trainers.settings.validate import check_run_options
-
     conv = make_converter()
     problems: list[str] = []
     sections: dict[str | None, dict[str, Any]] = {}
@@ -161,27 +160,3 @@ def apply_cli_overrides(options: RunOptions, explicit: Mapping[str, Any]) -> Run
         if warning not in before:
             logger.warning("%s", warning)
     return new
-
-
-def behavior_settings(options: RunOptions, name: str) -> TrainerSettings:
-    """See ``RunOptions.behavior_settings``."""
-    base = name.split("?", 1)[0]
-    if base in options.behaviors:
-        settings = options.behaviors[base]
-    elif options.default_settings is not None:
-        settings = options.default_settings
-    elif not options.config_specified:
-        logger.warning("Behavior %s is not in a configuration file; the default settings are used.",
-                       base)
-        settings = TrainerSettings()
-    else:
-        known = ", ".join(sorted(options.behaviors)) or "none"
-        raise ConfigError(
-            f"behavior {base!r} is not in the run configuration (configured: {known}); add it "
-            "under 'behaviors:' or add 'default_settings:' for behaviors not listed"
-        )
-    cp = options.checkpoint_settings
-    if cp.initialize_from is not None:
-        init_path = os.path.join(cp.results_dir, cp.initialize_from, base)
-        settings = attrs.evolve(settings, init_path=init_path)
-    return settings

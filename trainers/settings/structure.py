@@ -48,6 +48,7 @@ from trainers.settings.schema import (
     reward_signal_types,
     sampler_types,
 )
+from trainers.settings.validate import check_run_options, normalize_checkpoint_settings
 
 logger = logging.getLogger(__name__)
 
@@ -605,8 +606,6 @@ def structure_run_options(
     problem found, structural and cross-field, each with its full path. Advice that
     ML-Agents' own configs do not follow is logged as a warning.
     """
-    from trainers.settings.validate import check_run_options, normalize_checkpoint_settings
-
     hp_types = _hyperparameter_types(hyperparameter_types)
     conv = make_converter(hp_types)
     if data is None:
