@@ -18,6 +18,7 @@ import os
 import attrs
 
 from trainers.exceptions import ConfigError
+from trainers.settings.text import short_repr
 
 logger = logging.getLogger(__name__)
 
@@ -498,7 +499,7 @@ def behavior_settings(options: RunOptions, name: str) -> TrainerSettings:
     else:
         known = ", ".join(sorted(options.behaviors)) or "none"
         raise ConfigError(
-            f"behavior {base!r} is not in the run configuration (configured: {known}); add it "
+            f"behavior {short_repr(base)} is not in the run configuration (configured: {known}); add it "
             "under 'behaviors:' or add 'default_settings:' for behaviors not listed"
         )
     cp = options.checkpoint_settings

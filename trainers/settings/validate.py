@@ -30,6 +30,7 @@ from trainers.settings.schema import (
     UniformSampler,
     builtin_hyperparameter_types,
 )
+from trainers.settings.text import short_repr
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +55,7 @@ class _Checks:
     def require(self, path: str, value: Any, ok: Callable[[Any], bool], rule: str) -> None:
         """Error ``path: must be <rule> (got value)`` unless ``ok(value)``."""
         if value is not None and not ok(value):
-            self.errors.append(f"{path}: must be {rule} (got {value})")
+            self.errors.append(f"{path}: must be {rule} (got {short_repr(value)})")
 
 
 def _positive(c: _Checks, path: str, obj: Any, *names: str) -> None:
@@ -200,7 +201,7 @@ def _check_parameter(
                       "between 0 and 1 for measure progress")
         c.require(f"{crit}.min_lesson_length", criteria.min_lesson_length, lambda v: v >= 0, ">= 0")
         if behaviors is not None and criteria.behavior not in behaviors:
-            c.warnings.append(f"{crit}.behavior: {criteria.behavior!r} is not among the configured "
+            c.warnings.append(f"{crit}.behavior: {short_repr(criteria.behavior)} is not among the configured "
                               f"behaviors ({', '.join(sorted(behaviors))})")
 
 
@@ -257,7 +258,7 @@ def check_run_options(
     device = options.torch_settings.device
     if device is not None and not _DEVICE.match(device):
         c.errors.append(
-            f"torch_settings.device: expected cpu, cuda, cuda:N, mps or xpu, got {device!r}"
+            f"torch_settings.device: expected cpu, cuda, cuda:N, mps or xpu, got {short_repr(device)}"
         )
     return ValidationReport(tuple(c.errors), tuple(c.warnings))
 
