@@ -52,7 +52,13 @@ from trainers.settings.schema import (
     sampler_types,
 )
 from trainers.settings.structure import make_converter, structure_run_options, unstructure_run_options
-from trainers.settings.validate import ValidationReport, check_run_options, check_trainer_settings
+from trainers.settings.validate import (
+    ValidationReport,
+    check_run_options,
+    check_trainer_settings,
+    estimate_network_parameters,
+    folder_name_problem,
+)
 
 __all__ = [
     "CLI_DESTS",
@@ -96,7 +102,9 @@ __all__ = [
     "check_run_options",
     "check_trainer_settings",
     "dump_run_options",
+    "estimate_network_parameters",
     "flag_name",
+    "folder_name_problem",
     "load_run_options",
     "make_converter",
     "read_yaml",

@@ -81,6 +81,20 @@ def _with_init_paths(options: RunOptions) -> RunOptions:
     return attrs.evolve(options, behaviors=behaviors)
 
 
+# Errors about these keys name the flag too when it was typed:
+# ``--run-id (checkpoint_settings.run_id): must be a plain folder name...``.
+_FLAG_NAMED_ERRORS = ("run_id", "initialize_from")
+
+
+def _name_flag(error: str, explicit: Mapping[str, Any]) -> str:
+    for dest in _FLAG_NAMED_ERRORS:
+        section, name = CLI_DESTS[dest]
+        key = f"{section}.{name}: "
+        if dest in explicit and error.startswith(key):
+            return f"{flag_name(dest)} ({section}.{name}): {error[len(key):]}"
+    return error
+
+
 def apply_cli_overrides(options: RunOptions, explicit: Mapping[str, Any]) -> RunOptions:
     """``options`` with the values of the flags the user typed (argparse dest -> value).
 
@@ -153,7 +167,7 @@ def apply_cli_overrides(options: RunOptions, explicit: Mapping[str, Any]) -> Run
 
     before = set(check_run_options(options).warnings)
     report = check_run_options(new)
-    problems += report.errors
+    problems += [_name_flag(error, explicit) for error in report.errors]
     if problems:
         raise config_error(problems)
     for warning in report.warnings:
