@@ -11,6 +11,12 @@ Typical use::
                                               "configuration.yaml"))
 """
 
+from trainers.settings.capabilities import (
+    OWN_TRAINER_TYPES,
+    UnsupportedFeatureError,
+    check_capabilities,
+    require_capabilities,
+)
 from trainers.settings.files import dump_run_options, load_run_options, read_yaml, write_configuration
 from trainers.settings.overrides import CLI_DESTS, IGNORED_DESTS, apply_cli_overrides, flag_name
 from trainers.settings.schema import (
@@ -63,6 +69,7 @@ from trainers.settings.validate import (
 __all__ = [
     "CLI_DESTS",
     "IGNORED_DESTS",
+    "OWN_TRAINER_TYPES",
     "BehavioralCloningSettings",
     "CheckpointSettings",
     "CompletionCriteria",
@@ -95,10 +102,12 @@ __all__ = [
     "TorchSettings",
     "TrainerSettings",
     "UniformSampler",
+    "UnsupportedFeatureError",
     "ValidationReport",
     "apply_cli_overrides",
     "behavior_settings",
     "builtin_hyperparameter_types",
+    "check_capabilities",
     "check_run_options",
     "check_trainer_settings",
     "dump_run_options",
@@ -108,6 +117,7 @@ __all__ = [
     "load_run_options",
     "make_converter",
     "read_yaml",
+    "require_capabilities",
     "reward_signal_types",
     "sampler_types",
     "structure_run_options",
