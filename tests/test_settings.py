@@ -31,7 +31,6 @@ from trainers.settings import (
     PPOSettings,
     RewardSignalType,
     RNDSettings,
-    RunOptions,
     SACSettings,
     ScheduleType,
     SelfPlaySettings,
