@@ -88,7 +88,7 @@ def configure_logging(debug: bool) -> None:
 def resolve_options(explicit: dict[str, Any]) -> Any:
     """RunOptions from the config file (if any) with the typed flags over it."""
     from trainers.registry import TrainerRegistry
-    from trainers.settings import load_run_options
+    from trainers.settings import apply_cli_overrides, load_run_options
 
     for removed in ("torch", "tensorflow"):
         if explicit.pop(removed, False):
@@ -96,7 +96,7 @@ def resolve_options(explicit: dict[str, Any]) -> Any:
     config_path = explicit.pop("trainer_config_path", None)
     registry = TrainerRegistry.with_plugins()
     options = load_run_options(config_path, hyperparameter_types=registry.hyperparameter_types)
-    return options.with_overrides(explicit), registry
+    return apply_cli_overrides(options, explicit), registry
 
 
 def run_training(options: Any, registry: Any, bind_address: str, stop: threading.Event) -> int:

@@ -55,7 +55,7 @@ from stats import (
 from trainers.checkpoints import LATEST_CHECKPOINT, TrainingStatus, load_state, remove_partial_writes
 from trainers.exceptions import AgentsLearnError, CheckpointError, ConfigError
 from trainers.registry import TrainerRegistry
-from trainers.settings import ConstantSampler, RunOptions, write_configuration
+from trainers.settings import ConstantSampler, RunOptions, require_capabilities, write_configuration
 
 logger = logging.getLogger(__name__)
 
@@ -121,6 +121,7 @@ def build_run(
     Unity connection listens.
     """
     registry = registry if registry is not None else TrainerRegistry.with_plugins()
+    require_capabilities(options, registry.algorithms)
     env = options.env_settings
     cp = options.checkpoint_settings
     check_environment(options, env_factory)

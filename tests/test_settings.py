@@ -31,7 +31,6 @@ from trainers.settings import (
     PPOSettings,
     RewardSignalType,
     RNDSettings,
-    RunOptions,
     SACSettings,
     ScheduleType,
     SelfPlaySettings,
@@ -40,6 +39,7 @@ from trainers.settings import (
     builtin_hyperparameter_types,
     load_run_options,
     structure_run_options,
+    unstructure_run_options,
     write_configuration,
 )
 
@@ -53,7 +53,7 @@ def config_id(path: Path) -> str:
 
 def error_of(data: dict) -> str:
     with pytest.raises(ConfigError) as info:
-        RunOptions.from_dict(data)
+        structure_run_options(data)
     return str(info.value)
 
 
@@ -130,7 +130,7 @@ def test_float_strings_and_floats_where_integers_are_meant() -> None:
     # PyYAML reads 1.0e7 as the string "1.0e7" (YAML 1.1 wants a signed exponent).
     pyramids = load_run_options(CONFIGS / "imitation/Pyramids.yaml").behaviors["Pyramids"]
     assert pyramids.max_steps == 10_000_000 and isinstance(pyramids.max_steps, int)
-    options = RunOptions.from_dict(
+    options = structure_run_options(
         {"behaviors": {"A": {"max_steps": "5.0e5", "time_horizon": 128.0,
                              "hyperparameters": {"learning_rate": "3e-4", "batch_size": "32"}}}}
     )
@@ -185,7 +185,7 @@ def test_environment_parameters_samplers_and_curriculum() -> None:
     assert big[3].value == ConstantSampler(value=8.0) and big[3].completion_criteria is None
     assert wall["small_wall_height"].curriculum[1].value == ConstantSampler(value=2.0)
 
-    options = RunOptions.from_dict({"environment_parameters": {
+    options = structure_run_options({"environment_parameters": {
         "g": {"sampler_type": "gaussian", "sampler_parameters": {"mean": 2, "st_dev": 0.5, "seed": 7}},
         "m": {"sampler_type": "multirangeuniform", "sampler_parameters": {"intervals": [[1, 2], [4, 5]]}},
         "c": 3,
@@ -196,7 +196,7 @@ def test_environment_parameters_samplers_and_curriculum() -> None:
     assert p["m"].curriculum[0].value == MultiRangeUniformSampler(intervals=((1.0, 2.0), (4.0, 5.0)))
     assert p["c"].curriculum[0].value == ConstantSampler(value=3.0)
     assert p["d"].curriculum[0].value == UniformSampler(min_value=0.0, max_value=1.0)
-    assert RunOptions.from_dict(options.as_dict()) == options
+    assert structure_run_options(unstructure_run_options(options)) == options
 
 
 # ---------------------------------------------------------------- defaults
@@ -251,7 +251,7 @@ def test_defaults_match_mlagents() -> None:
 
 
 def test_run_wide_defaults_match_mlagents() -> None:
-    o = RunOptions.from_dict({})
+    o = structure_run_options({})
     env, eng, cp = o.env_settings, o.engine_settings, o.checkpoint_settings
     assert (env.env_path, env.env_args, env.base_port, env.num_envs, env.num_areas) == (None, None, 5005, 1, 1)
     assert (env.timeout_wait, env.seed, env.max_lifetime_restarts) == (60, -1, 10)
@@ -358,7 +358,7 @@ def test_structural_and_cross_field_errors_come_together() -> None:
 
 def test_unknown_trainer_type_is_its_own_error() -> None:
     with pytest.raises(UnknownTrainerTypeError) as info:
-        RunOptions.from_dict({"behaviors": {"A": {"trainer_type": "ppp"}}})
+        structure_run_options({"behaviors": {"A": {"trainer_type": "ppp"}}})
     assert str(info.value) == (
         "behaviors.A.trainer_type: unknown trainer type 'ppp' (did you mean ppo? known: poca, ppo, sac)"
     )
@@ -367,7 +367,7 @@ def test_unknown_trainer_type_is_its_own_error() -> None:
 
 def test_top_level_must_be_a_mapping_and_old_format_gets_a_hint() -> None:
     with pytest.raises(ConfigError, match="must be a mapping of sections"):
-        RunOptions.from_dict([1, 2])  # type: ignore[arg-type]
+        structure_run_options([1, 2])  # type: ignore[arg-type]
     message = error_of({"3DBall": {"trainer_type": "ppo"}})
     assert "3DBall: unknown key (valid: behaviors, default_settings," in message
     assert "old-format configuration" in message
@@ -375,7 +375,7 @@ def test_top_level_must_be_a_mapping_and_old_format_gets_a_hint() -> None:
 
 def test_legacy_framework_key_is_dropped_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
-        options = RunOptions.from_dict({"behaviors": {"A": {"framework": "tensorflow"}}})
+        options = structure_run_options({"behaviors": {"A": {"framework": "tensorflow"}}})
     assert options.behaviors["A"] == TrainerSettings()
     assert "framework" in caplog.text
 
@@ -427,7 +427,7 @@ def test_at_least_one_reward_signal_and_gail_demo_path() -> None:
 
 
 def test_num_envs_allowed_with_env_path() -> None:
-    options = RunOptions.from_dict({"env_settings": {"env_path": "builtin:3DBall", "num_envs": 4}})
+    options = structure_run_options({"env_settings": {"env_path": "builtin:3DBall", "num_envs": 4}})
     assert options.env_settings.num_envs == 4
 
 
@@ -461,7 +461,7 @@ def test_curriculum_rules() -> None:
 def test_last_lesson_criteria_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     crit = {"behavior": "A", "measure": "reward", "threshold": 0.5}
     with caplog.at_level(logging.WARNING):
-        options = RunOptions.from_dict({"behaviors": {"A": {}}, "environment_parameters": {
+        options = structure_run_options({"behaviors": {"A": {}}, "environment_parameters": {
             "p": {"curriculum": [{"name": "L0", "value": 1, "completion_criteria": crit},
                                  {"name": "L1", "value": 2, "completion_criteria": crit}]}}})
     assert options.environment_parameters["p"].curriculum[1].completion_criteria is not None
@@ -502,7 +502,7 @@ def test_default_settings_are_deep_merged_under_every_behavior() -> None:
 
 
 def test_default_settings_merge_adds_reward_signals_and_respects_trainer_type() -> None:
-    options = RunOptions.from_dict({
+    options = structure_run_options({
         "default_settings": {"hyperparameters": {"beta": 0.1, "batch_size": 32, "buffer_size": 64},
                              "reward_signals": {"extrinsic": {"gamma": 0.9}}},
         "behaviors": {
@@ -566,10 +566,10 @@ class MyHyperparameters:
 def test_plugin_trainer_type_structures_through_the_registry() -> None:
     types = {**builtin_hyperparameter_types(), "mine": MyHyperparameters}
     data = {"behaviors": {"A": {"trainer_type": "mine", "hyperparameters": {"temperature": "0.5"}}}}
-    options = RunOptions.from_dict(data, hyperparameter_types=types)
+    options = structure_run_options(data, hyperparameter_types=types)
     assert options.behaviors["A"].hyperparameters == MyHyperparameters(temperature=0.5)
-    assert RunOptions.from_dict(options.as_dict(), hyperparameter_types=types) == options
-    assert str(pytest.raises(ConfigError, RunOptions.from_dict,
+    assert structure_run_options(unstructure_run_options(options), hyperparameter_types=types) == options
+    assert str(pytest.raises(ConfigError, structure_run_options,
                              {"behaviors": {"A": {"trainer_type": "mine",
                                                   "hyperparameters": {"temperatur": 1}}}},
                              hyperparameter_types=types).value) == (
@@ -577,7 +577,7 @@ def test_plugin_trainer_type_structures_through_the_registry() -> None:
     )
     # Cross-field rules apply to a plugin's batch/buffer too.
     assert "batch_size (512) must not exceed buffer_size (256)" in str(pytest.raises(
-        ConfigError, RunOptions.from_dict,
+        ConfigError, structure_run_options,
         {"behaviors": {"A": {"trainer_type": "mine", "hyperparameters": {"batch_size": 512}}}},
         hyperparameter_types=types).value)
     # The built-in registry is untouched: no global state.
@@ -621,7 +621,7 @@ def test_round_trip_property(batch, extra, lr, beta, schedule, max_steps, gamma,
         "reward_signals": {"extrinsic": {"gamma": gamma}},
         "max_steps": max_steps,
     }}}
-    options = RunOptions.from_dict(data)
-    again = RunOptions.from_dict(yaml.safe_load(yaml.safe_dump(options.as_dict())))
+    options = structure_run_options(data)
+    again = structure_run_options(yaml.safe_load(yaml.safe_dump(unstructure_run_options(options))))
     assert again == options
     assert math.isclose(again.behaviors["B"].hyperparameters.learning_rate, lr)

@@ -137,7 +137,7 @@ def test_every_dest_reaches_its_yaml_key(ball: RunOptions) -> None:
         "results_dir": "out", "torch_device": "cuda:1", "debug": True,
     }
     assert set(values) | {"initialize_from", "load_model", "resume"} == set(CLI_DESTS)
-    new = ball.with_overrides(values)
+    new = apply_cli_overrides(ball, values)
     for dest, value in values.items():
         section, name = CLI_DESTS[dest]
         got = getattr(new if section is None else getattr(new, section), name)
@@ -145,22 +145,22 @@ def test_every_dest_reaches_its_yaml_key(ball: RunOptions) -> None:
 
 
 def test_seed_minus_one_is_kept_for_run_time(ball: RunOptions) -> None:
-    assert ball.with_overrides({"seed": -1}).env_settings.seed == -1
+    assert apply_cli_overrides(ball, {"seed": -1}).env_settings.seed == -1
 
 
 def test_deterministic_sets_every_behavior() -> None:
     match3 = load_run_options(CONFIGS / "ppo/Match3.yaml")
-    new = match3.with_overrides({"deterministic": True})
+    new = apply_cli_overrides(match3, {"deterministic": True})
     assert all(s.network_settings.deterministic for s in new.behaviors.values())
     assert new.default_settings.network_settings.deterministic
     assert new.behavior_settings("Unlisted").network_settings.deterministic
     assert not any(s.network_settings.deterministic for s in match3.behaviors.values())
-    no_file = load_run_options(None).with_overrides({"deterministic": True})
+    no_file = apply_cli_overrides(load_run_options(None), {"deterministic": True})
     assert no_file.behavior_settings("Any").network_settings.deterministic
 
 
 def test_initialize_from_sets_every_init_path(ball: RunOptions) -> None:
-    new = ball.with_overrides({"initialize_from": "older", "results_dir": "res"})
+    new = apply_cli_overrides(ball, {"initialize_from": "older", "results_dir": "res"})
     assert new.checkpoint_settings.initialize_from == "older"
     assert new.behaviors["3DBall"].init_path == os.path.join("res", "older", "3DBall")
     assert new.behavior_settings("3DBall?team=0").init_path == os.path.join("res", "older", "3DBall")
@@ -174,7 +174,7 @@ def test_initialize_from_in_yaml_reaches_behavior_settings(tmp_path: Path) -> No
 def test_typed_resume_beats_initialize_from(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     options = yaml_options(tmp_path, "checkpoint_settings:\n  initialize_from: base\n")
     with caplog.at_level(logging.WARNING):
-        new = options.with_overrides({"resume": True})
+        new = apply_cli_overrides(options, {"resume": True})
     assert new.checkpoint_settings.resume is True
     assert new.checkpoint_settings.initialize_from is None
     assert new.behavior_settings("3DBall").init_path is None
@@ -183,13 +183,13 @@ def test_typed_resume_beats_initialize_from(tmp_path: Path, caplog: pytest.LogCa
 
 def test_typed_initialize_from_beats_yaml_resume(tmp_path: Path) -> None:
     options = yaml_options(tmp_path, "checkpoint_settings:\n  resume: true\n")
-    new = options.with_overrides({"initialize_from": "base"})
+    new = apply_cli_overrides(options, {"initialize_from": "base"})
     assert new.checkpoint_settings.resume is False
     assert new.checkpoint_settings.initialize_from == "base"
 
 
 def test_both_typed_resume_wins(ball: RunOptions) -> None:
-    new = ball.with_overrides({"resume": True, "initialize_from": "base"})
+    new = apply_cli_overrides(ball, {"resume": True, "initialize_from": "base"})
     assert new.checkpoint_settings.resume is True and new.checkpoint_settings.initialize_from is None
 
 
@@ -202,13 +202,13 @@ def test_yaml_only_conflict_resume_wins(tmp_path: Path, caplog: pytest.LogCaptur
 
 
 def test_deprecated_load_means_resume(ball: RunOptions, tmp_path: Path) -> None:
-    assert ball.with_overrides({"load_model": True}).checkpoint_settings.resume is True
+    assert apply_cli_overrides(ball, {"load_model": True}).checkpoint_settings.resume is True
     assert yaml_options(tmp_path, "checkpoint_settings:\n  load_model: true\n").checkpoint_settings.resume
 
 
 def test_bad_cli_values_are_all_reported_with_flag_and_key(ball: RunOptions) -> None:
     with pytest.raises(ConfigError) as info:
-        ball.with_overrides({"seed": "abc", "width": 0, "num_envs": 4})
+        apply_cli_overrides(ball, {"seed": "abc", "width": 0, "num_envs": 4})
     lines = {line.strip() for line in str(info.value).splitlines()[1:]}
     assert lines == {
         "--seed (env_settings.seed): expected an integer, got 'abc' (str)",
@@ -219,19 +219,19 @@ def test_bad_cli_values_are_all_reported_with_flag_and_key(ball: RunOptions) -> 
 
 
 def test_num_envs_with_typed_env_is_fine(ball: RunOptions) -> None:
-    assert ball.with_overrides({"env": "builtin:3DBall", "num_envs": 4}).env_settings.num_envs == 4
+    assert apply_cli_overrides(ball, {"env": "builtin:3DBall", "num_envs": 4}).env_settings.num_envs == 4
 
 
 def test_non_config_dests_are_ignored_and_unknown_ones_refused(ball: RunOptions) -> None:
-    same = ball.with_overrides({"trainer_config_path": "x.yaml", "torch": True, "tensorflow": True})
+    same = apply_cli_overrides(ball, {"trainer_config_path": "x.yaml", "torch": True, "tensorflow": True})
     assert same == ball
     with pytest.raises(ConfigError, match="unknown command-line option 'num_env'"):
-        ball.with_overrides({"num_env": 2})
+        apply_cli_overrides(ball, {"num_env": 2})
 
 
 def test_new_warnings_only_are_logged(ball: RunOptions, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING):
-        ball.with_overrides({"run_id": "x"})
+        apply_cli_overrides(ball, {"run_id": "x"})
     assert "buffer_size (12000)" not in caplog.text  # already said when the file was loaded
 
 
@@ -252,7 +252,7 @@ def test_configuration_that_cannot_be_written_is_a_checkpoint_error(
 def test_write_replaces_and_leaves_no_temporary_file(ball: RunOptions, tmp_path: Path) -> None:
     path = tmp_path / "configuration.yaml"
     write_configuration(ball, path)
-    write_configuration(ball.with_overrides({"run_id": "second"}), path)
+    write_configuration(apply_cli_overrides(ball, {"run_id": "second"}), path)
     assert load_run_options(path).checkpoint_settings.run_id == "second"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["configuration.yaml"]
 

@@ -6,11 +6,17 @@ Typical use::
 
     options = load_run_options("config/ppo/3DBall.yaml")
     options = apply_cli_overrides(options, {"run_id": "ball", "num_envs": 4, "env": path})
-    settings = options.behavior_settings("3DBall?team=0")
+    settings = behavior_settings(options, "3DBall?team=0")  # or options.behavior_settings(...)
     write_configuration(options, os.path.join(options.checkpoint_settings.write_path,
                                               "configuration.yaml"))
 """
 
+from trainers.settings.capabilities import (
+    OWN_TRAINER_TYPES,
+    UnsupportedFeatureError,
+    check_capabilities,
+    require_capabilities,
+)
 from trainers.settings.files import dump_run_options, load_run_options, read_yaml, write_configuration
 from trainers.settings.overrides import CLI_DESTS, IGNORED_DESTS, apply_cli_overrides, flag_name
 from trainers.settings.schema import (
@@ -46,16 +52,24 @@ from trainers.settings.schema import (
     TorchSettings,
     TrainerSettings,
     UniformSampler,
+    behavior_settings,
     builtin_hyperparameter_types,
     reward_signal_types,
     sampler_types,
 )
-from trainers.settings.structure import make_converter, structure_run_options
-from trainers.settings.validate import ValidationReport, check_run_options, check_trainer_settings
+from trainers.settings.structure import make_converter, structure_run_options, unstructure_run_options
+from trainers.settings.validate import (
+    ValidationReport,
+    check_run_options,
+    check_trainer_settings,
+    estimate_network_parameters,
+    folder_name_problem,
+)
 
 __all__ = [
     "CLI_DESTS",
     "IGNORED_DESTS",
+    "OWN_TRAINER_TYPES",
     "BehavioralCloningSettings",
     "CheckpointSettings",
     "CompletionCriteria",
@@ -88,18 +102,25 @@ __all__ = [
     "TorchSettings",
     "TrainerSettings",
     "UniformSampler",
+    "UnsupportedFeatureError",
     "ValidationReport",
     "apply_cli_overrides",
+    "behavior_settings",
     "builtin_hyperparameter_types",
+    "check_capabilities",
     "check_run_options",
     "check_trainer_settings",
     "dump_run_options",
+    "estimate_network_parameters",
     "flag_name",
+    "folder_name_problem",
     "load_run_options",
     "make_converter",
     "read_yaml",
+    "require_capabilities",
     "reward_signal_types",
     "sampler_types",
     "structure_run_options",
+    "unstructure_run_options",
     "write_configuration",
 ]

@@ -16,6 +16,8 @@ import attrs
 
 from trainers.exceptions import ConfigError
 from trainers.settings.schema import RunOptions, TrainerSettings
+from trainers.settings.structure import config_error, make_converter, structure_at
+from trainers.settings.validate import check_run_options
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +81,20 @@ def _with_init_paths(options: RunOptions) -> RunOptions:
     return attrs.evolve(options, behaviors=behaviors)
 
 
+# Errors about these keys name the flag too when it was typed:
+# ``--run-id (checkpoint_settings.run_id): must be a plain folder name...``.
+_FLAG_NAMED_ERRORS = ("run_id", "initialize_from")
+
+
+def _name_flag(error: str, explicit: Mapping[str, Any]) -> str:
+    for dest in _FLAG_NAMED_ERRORS:
+        section, name = CLI_DESTS[dest]
+        key = f"{section}.{name}: "
+        if dest in explicit and error.startswith(key):
+            return f"{flag_name(dest)} ({section}.{name}): {error[len(key):]}"
+    return error
+
+
 def apply_cli_overrides(options: RunOptions, explicit: Mapping[str, Any]) -> RunOptions:
     """``options`` with the values of the flags the user typed (argparse dest -> value).
 
@@ -91,9 +107,6 @@ def apply_cli_overrides(options: RunOptions, explicit: Mapping[str, Any]) -> Run
     ``--initialize-from`` beats a YAML ``resume`` (each with a warning). Values are checked
     like YAML values; the result is re-validated; ConfigError lists every problem.
     """
-    from trainers.settings.structure import config_error, make_converter, structure_at
-    from trainers.settings.validate import check_run_options
-
     conv = make_converter()
     problems: list[str] = []
     sections: dict[str | None, dict[str, Any]] = {}
@@ -154,34 +167,10 @@ def apply_cli_overrides(options: RunOptions, explicit: Mapping[str, Any]) -> Run
 
     before = set(check_run_options(options).warnings)
     report = check_run_options(new)
-    problems += report.errors
+    problems += [_name_flag(error, explicit) for error in report.errors]
     if problems:
         raise config_error(problems)
     for warning in report.warnings:
         if warning not in before:
             logger.warning("%s", warning)
     return new
-
-
-def behavior_settings(options: RunOptions, name: str) -> TrainerSettings:
-    """See ``RunOptions.behavior_settings``."""
-    base = name.split("?", 1)[0]
-    if base in options.behaviors:
-        settings = options.behaviors[base]
-    elif options.default_settings is not None:
-        settings = options.default_settings
-    elif not options.config_specified:
-        logger.warning("Behavior %s is not in a configuration file; the default settings are used.",
-                       base)
-        settings = TrainerSettings()
-    else:
-        known = ", ".join(sorted(options.behaviors)) or "none"
-        raise ConfigError(
-            f"behavior {base!r} is not in the run configuration (configured: {known}); add it "
-            "under 'behaviors:' or add 'default_settings:' for behaviors not listed"
-        )
-    cp = options.checkpoint_settings
-    if cp.initialize_from is not None:
-        init_path = os.path.join(cp.results_dir, cp.initialize_from, base)
-        settings = attrs.evolve(settings, init_path=init_path)
-    return settings

@@ -12,11 +12,15 @@ convention: build variants with ``attrs.evolve``.
 from __future__ import annotations
 
 import enum
+import logging
 import os
-from collections.abc import Mapping
-from typing import Any
 
 import attrs
+
+from trainers.exceptions import ConfigError
+from trainers.settings.text import short_repr
+
+logger = logging.getLogger(__name__)
 
 
 class ScheduleType(enum.StrEnum):
@@ -470,42 +474,36 @@ class RunOptions:
     debug: bool = False
     config_specified: bool = True
 
-    @classmethod
-    def from_dict(
-        cls,
-        data: Mapping[str, Any] | None,
-        *,
-        hyperparameter_types: Mapping[str, type] | None = None,
-        config_specified: bool = True,
-    ) -> RunOptions:
-        """Structure and validate a parsed YAML mapping (ConfigError listing every problem)."""
-        from trainers.settings.structure import structure_run_options
-
-        return structure_run_options(
-            data, hyperparameter_types=hyperparameter_types, config_specified=config_specified
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain dicts/lists/scalars, YAML-ready; ``from_dict`` of it gives an equal object."""
-        from trainers.settings.structure import unstructure_run_options
-
-        return unstructure_run_options(self)
-
     def behavior_settings(self, name: str) -> TrainerSettings:
-        """Settings for behavior ``name`` (``Name?team=N`` accepted).
-
-        Configured behaviors as written; others get ``default_settings`` if it exists, the
-        defaults (with a warning) when no configuration file was given, else ConfigError.
-        With ``checkpoint_settings.initialize_from`` set, ``init_path`` is
-        ``<results_dir>/<initialize_from>/<Name>``.
-        """
-        from trainers.settings.overrides import behavior_settings
-
+        """Settings for behavior ``name`` (``Name?team=N`` accepted); see ``behavior_settings``."""
         return behavior_settings(self, name)
 
-    def with_overrides(self, explicit: Mapping[str, Any]) -> RunOptions:
-        """Apply command-line values the user typed (argparse dest -> value); see
-        ``apply_cli_overrides``."""
-        from trainers.settings.overrides import apply_cli_overrides
 
-        return apply_cli_overrides(self, explicit)
+def behavior_settings(options: RunOptions, name: str) -> TrainerSettings:
+    """Settings for behavior ``name`` (``Name?team=N`` accepted).
+
+    Configured behaviors as written; others get ``default_settings`` if it exists, the
+    defaults (with a warning) when no configuration file was given, else ConfigError.
+    With ``checkpoint_settings.initialize_from`` set, ``init_path`` is
+    ``<results_dir>/<initialize_from>/<Name>``.
+    """
+    base = name.split("?", 1)[0]
+    if base in options.behaviors:
+        settings = options.behaviors[base]
+    elif options.default_settings is not None:
+        settings = options.default_settings
+    elif not options.config_specified:
+        logger.warning("Behavior %s is not in a configuration file; the default settings are used.",
+                       base)
+        settings = TrainerSettings()
+    else:
+        known = ", ".join(sorted(options.behaviors)) or "none"
+        raise ConfigError(
+            f"behavior {short_repr(base)} is not in the run configuration (configured: {known}); add it "
+            "under 'behaviors:' or add 'default_settings:' for behaviors not listed"
+        )
+    cp = options.checkpoint_settings
+    if cp.initialize_from is not None:
+        init_path = os.path.join(cp.results_dir, cp.initialize_from, base)
+        settings = attrs.evolve(settings, init_path=init_path)
+    return settings

@@ -48,6 +48,8 @@ from trainers.settings.schema import (
     reward_signal_types,
     sampler_types,
 )
+from trainers.settings.text import short_repr, shorten
+from trainers.settings.validate import check_run_options, normalize_checkpoint_settings
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +90,9 @@ class Problem:
     unknown_trainer_type: bool = False
 
     def __str__(self) -> str:
-        return f"{'.'.join(self.path)}: {self.message}" if self.path else self.message
+        if not self.path:
+            return self.message
+        return f"{'.'.join(shorten(part) for part in self.path)}: {self.message}"
 
 
 class _Invalid(Exception):
@@ -127,14 +131,13 @@ def describe(value: Any) -> str:
     """``'abc' (str)`` / ``null``: the value a user gave, short enough for one line."""
     if value is None:
         return "null"
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{text} ({type(value).__name__})"
+    return f"{short_repr(value)} ({type(value).__name__})"
 
 
 def suggest(word: str, choices: Sequence[str]) -> str | None:
     """The nearest of ``choices`` to ``word``, if any is close."""
+    if len(word) > 2 * max((len(c) for c in choices), default=0):
+        return None  # too long to be a typo of any (and difflib is quadratic)
     found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     if not found:
         lowered = {c.lower(): c for c in choices}
@@ -423,7 +426,7 @@ def _structure_trainer(
         problems.append(
             Problem(
                 ("trainer_type",),
-                f"unknown trainer type {trainer_type!r} ({hint}known: {', '.join(known)})",
+                f"unknown trainer type {short_repr(trainer_type)} ({hint}known: {', '.join(known)})",
                 unknown_trainer_type=True,
             )
         )
@@ -605,8 +608,6 @@ def structure_run_options(
     problem found, structural and cross-field, each with its full path. Advice that
     ML-Agents' own configs do not follow is logged as a warning.
     """
-    from trainers.settings.validate import check_run_options, normalize_checkpoint_settings
-
     hp_types = _hyperparameter_types(hyperparameter_types)
     conv = make_converter(hp_types)
     if data is None:

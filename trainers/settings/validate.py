@@ -9,6 +9,8 @@ warning, never an error.
 from __future__ import annotations
 
 import logging
+import ntpath
+import os
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -30,10 +32,20 @@ from trainers.settings.schema import (
     UniformSampler,
     builtin_hyperparameter_types,
 )
+from trainers.settings.text import short_repr
 
 logger = logging.getLogger(__name__)
 
 _DEVICE = re.compile(r"^(cpu|mps|(cuda|xpu)(:\d+)?)$")
+
+# Networks with this many parameters or more are refused before anything starts. Training one
+# holds weights, gradients and Adam's two moments in float32: 16 bytes a parameter, so 2**30
+# parameters are 16 GiB before a single activation. ML-Agents' largest example networks
+# (512 units x 3 layers) have about a million; a value this far out is a typo
+# (hidden_units: 1000000000), which torch would only report when allocating, after the
+# environments were started.
+MAX_NETWORK_PARAMETERS = 2**30
+BYTES_PER_TRAINED_PARAMETER = 16
 
 
 @attrs.frozen
@@ -54,7 +66,7 @@ class _Checks:
     def require(self, path: str, value: Any, ok: Callable[[Any], bool], rule: str) -> None:
         """Error ``path: must be <rule> (got value)`` unless ``ok(value)``."""
         if value is not None and not ok(value):
-            self.errors.append(f"{path}: must be {rule} (got {value})")
+            self.errors.append(f"{path}: must be {rule} (got {short_repr(value)})")
 
 
 def _positive(c: _Checks, path: str, obj: Any, *names: str) -> None:
@@ -69,8 +81,32 @@ def _non_negative(c: _Checks, path: str, obj: Any, *names: str) -> None:
             c.require(f"{path}.{name}", getattr(obj, name), lambda v: v >= 0, ">= 0")
 
 
-def _check_network(c: _Checks, path: str, net: NetworkSettings) -> None:
+def estimate_network_parameters(net: NetworkSettings, *, bodies: int = 1) -> int:
+    """A lower bound on the parameters of ``bodies`` networks built from ``net``, whatever the
+    observations: each body maps at least one input through ``num_layers`` Linear layers of
+    ``hidden_units`` (weights and biases) to at least one output; memory adds an LSTM of
+    ``memory_size / 2`` units. Visual encoders and wider inputs only add to it."""
+    h, layers = max(net.hidden_units, 0), max(net.num_layers, 0)
+    body = 2 * h + max(layers - 1, 0) * (h * h + h) + h + 1 if layers else 2
+    if net.memory is not None and net.memory.memory_size > 0:
+        m = net.memory.memory_size // 2
+        body += 4 * m * (max(h, 1) + m + 2)
+    return bodies * body
+
+
+def _check_network(c: _Checks, path: str, net: NetworkSettings, *, bodies: int = 1) -> None:
     _positive(c, path, net, "hidden_units", "num_layers")
+    if net.hidden_units > 0 and net.num_layers > 0:
+        params = estimate_network_parameters(net, bodies=bodies)
+        if params >= MAX_NETWORK_PARAMETERS:
+            size = params * BYTES_PER_TRAINED_PARAMETER / 2**30
+            what = "actor and critic" if bodies == 2 else "network"
+            c.errors.append(
+                f"{path}: hidden_units ({net.hidden_units}) x num_layers ({net.num_layers}) "
+                f"make the {what} at least {params:.3g} parameters, about {size:,.0f} GiB to "
+                f"train (weights, gradients, Adam state); the limit is "
+                f"{MAX_NETWORK_PARAMETERS:.3g} parameters"
+            )
     if net.memory is not None:
         mem = f"{path}.memory"
         c.require(f"{mem}.sequence_length", net.memory.sequence_length, lambda v: v > 0, "> 0")
@@ -117,7 +153,9 @@ def check_trainer_settings(
             f"{expected.__name__}, got {type(settings.hyperparameters).__name__}"
         )
     _check_hyperparameters(c, where, settings.hyperparameters)
-    _check_network(c, f"{where}.network_settings", settings.network_settings)
+    shared = bool(getattr(settings.hyperparameters, "shared_critic", False))
+    _check_network(c, f"{where}.network_settings", settings.network_settings,
+                   bodies=1 if shared else 2)
     memory = settings.network_settings.memory
     batch = getattr(settings.hyperparameters, "batch_size", None)
     if memory is not None and isinstance(batch, int) and memory.sequence_length > batch:
@@ -200,8 +238,25 @@ def _check_parameter(
                       "between 0 and 1 for measure progress")
         c.require(f"{crit}.min_lesson_length", criteria.min_lesson_length, lambda v: v >= 0, ">= 0")
         if behaviors is not None and criteria.behavior not in behaviors:
-            c.warnings.append(f"{crit}.behavior: {criteria.behavior!r} is not among the configured "
+            c.warnings.append(f"{crit}.behavior: {short_repr(criteria.behavior)} is not among the configured "
                               f"behaviors ({', '.join(sorted(behaviors))})")
+
+
+def folder_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a plain folder name inside the results folder (a run id), or None.
+
+    Refused: empty or blank, ``.`` and ``..``, any ``/`` or ``\\`` (so nothing escapes
+    ``results_dir`` or lands in a sub-folder), absolute or drive paths, NUL."""
+    if not name.strip():
+        return "must not be empty"
+    if "\0" in name:
+        return f"must not contain a NUL character (got {short_repr(name)})"
+    if name in (".", ".."):
+        return f"must be a folder name inside results_dir, not {name!r}"
+    if "/" in name or "\\" in name or os.path.isabs(name) or ntpath.splitdrive(name)[0]:
+        return (f"must be a plain folder name inside results_dir, without / or \\ "
+                f"(got {short_repr(name)})")
+    return None
 
 
 def check_run_options(
@@ -248,16 +303,18 @@ def check_run_options(
     _non_negative(c, "engine_settings", engine, "quality_level", "capture_frame_rate")
 
     cp = options.checkpoint_settings
-    for name in ("run_id", "results_dir"):
-        if not getattr(cp, name).strip():
-            c.errors.append(f"checkpoint_settings.{name}: must not be empty")
-    if cp.initialize_from is not None and not cp.initialize_from.strip():
-        c.errors.append("checkpoint_settings.initialize_from: must not be empty")
+    if not cp.results_dir.strip():
+        c.errors.append("checkpoint_settings.results_dir: must not be empty")
+    for name in ("run_id", "initialize_from"):
+        value = getattr(cp, name)
+        problem = None if value is None else folder_name_problem(value)
+        if problem is not None:
+            c.errors.append(f"checkpoint_settings.{name}: {problem}")
 
     device = options.torch_settings.device
     if device is not None and not _DEVICE.match(device):
         c.errors.append(
-            f"torch_settings.device: expected cpu, cuda, cuda:N, mps or xpu, got {device!r}"
+            f"torch_settings.device: expected cpu, cuda, cuda:N, mps or xpu, got {short_repr(device)}"
         )
     return ValidationReport(tuple(c.errors), tuple(c.warnings))
 

@@ -1,0 +1,271 @@
+"""The capability check: everything a configuration asks for that agents-learn cannot do yet is
+refused together, before any work, with its key path; ML-Agents' example configs are refused
+exactly where they need a missing feature and accepted otherwise."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from trainers.exceptions import ConfigError
+from trainers.settings import (
+    UnsupportedFeatureError,
+    check_capabilities,
+    load_run_options,
+    require_capabilities,
+    structure_run_options,
+)
+
+CONFIGS = Path("/work/shared/mlagents-configs")
+ALL_CONFIGS = sorted(CONFIGS.glob("*/*.yaml"))
+PPO_ONLY = frozenset({"ppo"})
+
+# Every example config of ML-Agents that needs something agents-learn lacks, and what.
+REFUSED = {
+    "imitation/Crawler.yaml": [
+        'behaviors.Crawler.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it',
+        'behaviors.Crawler.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section',
+    ],
+    "imitation/Hallway.yaml": [
+        'behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section',
+        'behaviors.Hallway.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it',
+    ],
+    "imitation/PushBlock.yaml": [
+        'behaviors.PushBlock.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it',
+        'behaviors.PushBlock.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section',
+    ],
+    "imitation/Pyramids.yaml": [
+        'behaviors.Pyramids.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic is); remove it',
+        'behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it',
+        'behaviors.Pyramids.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section',
+    ],
+    "poca/DungeonEscape.yaml": [
+        "behaviors.DungeonEscape.trainer_type: 'poca' has no trainer yet (available: ppo)",
+    ],
+    "poca/PushBlockCollab.yaml": [
+        "behaviors.PushBlockCollab.trainer_type: 'poca' has no trainer yet (available: ppo)",
+    ],
+    "poca/SoccerTwos.yaml": [
+        "behaviors.SoccerTwos.trainer_type: 'poca' has no trainer yet (available: ppo)",
+        'behaviors.SoccerTwos.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section',
+    ],
+    "poca/StrikersVsGoalie.yaml": [
+        "behaviors.Goalie.trainer_type: 'poca' has no trainer yet (available: ppo)",
+        'behaviors.Goalie.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section',
+        "behaviors.Striker.trainer_type: 'poca' has no trainer yet (available: ppo)",
+        'behaviors.Striker.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section',
+    ],
+    "ppo/3DBall_randomize.yaml": [
+        'environment_parameters.mass: samplers are not supported yet (uniform); use a constant value',
+        'environment_parameters.scale: samplers are not supported yet (uniform); use a constant value',
+    ],
+    "ppo/Hallway.yaml": [
+        'behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section',
+    ],
+    "ppo/Pyramids.yaml": [
+        'behaviors.Pyramids.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic is); remove it',
+    ],
+    "ppo/PyramidsRND.yaml": [
+        'behaviors.Pyramids.reward_signals.rnd: the rnd reward signal is not supported yet (only extrinsic is); remove it',
+    ],
+    "ppo/Sorter_curriculum.yaml": [
+        'environment_parameters.num_tiles: curricula are not supported yet (10 lessons); use a constant value',
+    ],
+    "ppo/WallJump_curriculum.yaml": [
+        'environment_parameters.big_wall_height: curricula are not supported yet (4 lessons); use a constant value',
+        'environment_parameters.small_wall_height: curricula are not supported yet (4 lessons); use a constant value',
+    ],
+    "sac/3DBall.yaml": [
+        "behaviors.3DBall.trainer_type: 'sac' has no trainer yet (available: ppo)",
+    ],
+    "sac/3DBallHard.yaml": [
+        "behaviors.3DBallHard.trainer_type: 'sac' has no trainer yet (available: ppo)",
+    ],
+    "sac/Basic.yaml": [
+        "behaviors.Basic.trainer_type: 'sac' has no trainer yet (available: ppo)",
+    ],
+    "sac/Crawler.yaml": [
+        "behaviors.Crawler.trainer_type: 'sac' has no trainer yet (available: ppo)",
+    ],
+    "sac/FoodCollector.yaml": [
+        "behaviors.GridFoodCollector.trainer_type: 'sac' has no trainer yet (available: ppo)",
+    ],
+    "sac/GridWorld.yaml": [
+        "behaviors.GridWorld.trainer_type: 'sac' has no trainer yet (available: ppo)",
+    ],
+    "sac/Hallway.yaml": [
+        "behaviors.Hallway.trainer_type: 'sac' has no trainer yet (available: ppo)",
+        'behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section',
+    ],
+    "sac/PushBlock.yaml": [
+        "behaviors.PushBlock.trainer_type: 'sac' has no trainer yet (available: ppo)",
+    ],
+    "sac/Pyramids.yaml": [
+        "behaviors.Pyramids.trainer_type: 'sac' has no trainer yet (available: ppo)",
+        'behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it',
+    ],
+    "sac/Walker.yaml": [
+        "behaviors.Walker.trainer_type: 'sac' has no trainer yet (available: ppo)",
+    ],
+    "sac/WallJump.yaml": [
+        "behaviors.BigWallJump.trainer_type: 'sac' has no trainer yet (available: ppo)",
+        "behaviors.SmallWallJump.trainer_type: 'sac' has no trainer yet (available: ppo)",
+    ],
+    "sac/Worm.yaml": [
+        "behaviors.Worm.trainer_type: 'sac' has no trainer yet (available: ppo)",
+    ],
+}
+ACCEPTED = ['ppo/3DBall.yaml', 'ppo/3DBallHard.yaml', 'ppo/Basic.yaml', 'ppo/Crawler.yaml', 'ppo/FoodCollector.yaml', 'ppo/GridWorld.yaml', 'ppo/Match3.yaml', 'ppo/PushBlock.yaml', 'ppo/Visual3DBall.yaml', 'ppo/VisualFoodCollector.yaml', 'ppo/Walker.yaml', 'ppo/WallJump.yaml', 'ppo/Worm.yaml']
+
+
+def config_id(path: Path) -> str:
+    return f"{path.parent.name}/{path.name}"
+
+
+def test_every_example_config_is_either_refused_or_accepted() -> None:
+    assert sorted([*REFUSED, *ACCEPTED]) == [config_id(p) for p in ALL_CONFIGS]
+    assert all(name.startswith("ppo/") for name in ACCEPTED)
+    assert {name for name in REFUSED if name.startswith(("sac/", "poca/", "imitation/"))} == {
+        config_id(p) for p in ALL_CONFIGS if not config_id(p).startswith("ppo/")
+    }
+
+
+@pytest.mark.parametrize("path", ALL_CONFIGS, ids=config_id)
+def test_example_config_capabilities(path: Path) -> None:
+    options = load_run_options(path)
+    assert check_capabilities(options, PPO_ONLY) == REFUSED.get(config_id(path), [])
+
+
+@pytest.mark.parametrize("name", ACCEPTED)
+def test_ppo_configs_that_should_train_pass_the_raising_check(name: str) -> None:
+    require_capabilities(load_run_options(CONFIGS / name), PPO_ONLY)
+
+
+def test_raising_wrapper_lists_every_problem_together() -> None:
+    options = load_run_options(CONFIGS / "poca/StrikersVsGoalie.yaml")
+    with pytest.raises(UnsupportedFeatureError) as info:
+        require_capabilities(options, PPO_ONLY)
+    assert isinstance(info.value, ConfigError)
+    lines = str(info.value).splitlines()
+    assert lines[0] == "4 things in the run configuration are not supported yet:"
+    assert [line.strip() for line in lines[1:]] == REFUSED["poca/StrikersVsGoalie.yaml"]
+
+
+def test_one_problem_is_one_line() -> None:
+    options = load_run_options(CONFIGS / "ppo/Hallway.yaml")
+    with pytest.raises(UnsupportedFeatureError) as info:
+        require_capabilities(options, PPO_ONLY)
+    assert str(info.value) == (
+        "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; "
+        "remove the memory section"
+    )
+
+
+def test_plugin_trainer_types_are_allowed_and_own_their_components() -> None:
+    options = load_run_options(CONFIGS / "sac/Pyramids.yaml")
+    # With a sac plugin installed, sac trains; its gail signal is the plugin's business.
+    assert check_capabilities(options, {"ppo", "sac"}) == []
+    # Memory and self-play are run-wide machinery: refused for plugin types too.
+    hallway = load_run_options(CONFIGS / "sac/Hallway.yaml")
+    assert check_capabilities(hallway, {"ppo", "sac"}) == [
+        "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; "
+        "remove the memory section"
+    ]
+    soccer = load_run_options(CONFIGS / "poca/SoccerTwos.yaml")
+    assert check_capabilities(soccer, {"ppo", "poca"}) == [
+        "behaviors.SoccerTwos.self_play: self-play (the ghost trainer) is not supported yet; "
+        "remove the self_play section"
+    ]
+
+
+def test_default_settings_are_checked_since_they_train_unlisted_behaviors() -> None:
+    options = structure_run_options({"default_settings": {
+        "trainer_type": "sac", "network_settings": {"memory": {"memory_size": 16}},
+    }})
+    assert check_capabilities(options, PPO_ONLY) == [
+        "default_settings.trainer_type: 'sac' has no trainer yet (available: ppo)",
+        "default_settings.network_settings.memory: recurrent memory (LSTM) is not supported yet; "
+        "remove the memory section",
+    ]
+
+
+def test_unused_extrinsic_network_settings_are_refused_when_set() -> None:
+    data = {"behaviors": {"A": {"reward_signals": {"extrinsic": {
+        "network_settings": {"hidden_units": 64}}}}}}
+    assert check_capabilities(structure_run_options(data), PPO_ONLY) == [
+        "behaviors.A.reward_signals.extrinsic.network_settings: the extrinsic reward has no "
+        "network, so these settings would be ignored; remove them"
+    ]
+    default = {"behaviors": {"A": {"reward_signals": {"extrinsic": {"network_settings": {}}}}}}
+    assert check_capabilities(structure_run_options(default), PPO_ONLY) == []
+
+
+def test_constants_and_one_lesson_constant_curricula_are_accepted() -> None:
+    options = structure_run_options({"behaviors": {"A": {}}, "environment_parameters": {
+        "mass": 2.5,
+        "gravity": {"sampler_type": "constant", "sampler_parameters": {"value": 9.8}},
+        "size": {"curriculum": [{"name": "only", "value": 3}]},
+        "noise": {"sampler_type": "gaussian", "sampler_parameters": {"mean": 0, "st_dev": 1}},
+        "spread": {"curriculum": [{"name": "only", "value": {
+            "sampler_type": "multirangeuniform", "sampler_parameters": {"intervals": [[0, 1]]}}}]},
+    }})
+    assert check_capabilities(options, PPO_ONLY) == [
+        "environment_parameters.noise: samplers are not supported yet (gaussian); use a constant value",
+        "environment_parameters.spread: samplers are not supported yet (multirangeuniform); use a "
+        "constant value",
+    ]
+
+
+def test_behavioral_cloning_and_self_play_sections_are_never_ignored() -> None:
+    options = structure_run_options({"behaviors": {"A": {
+        "behavioral_cloning": {"demo_path": "x.demo"}, "self_play": {},
+    }}})
+    assert check_capabilities(options, PPO_ONLY) == [
+        "behaviors.A.self_play: self-play (the ghost trainer) is not supported yet; remove the "
+        "self_play section",
+        "behaviors.A.behavioral_cloning: behavioral cloning is not supported yet; remove the "
+        "behavioral_cloning section",
+    ]
+
+
+# ---------------------------------------------------------------- import direction
+
+
+SETTINGS = Path(__file__).resolve().parents[1] / "trainers" / "settings"
+# Which sibling modules each settings module may import (imports flow one way).
+ALLOWED = {
+    "text": set(),
+    "schema": {"text"},
+    "validate": {"schema", "text"},
+    "capabilities": {"schema", "text"},
+    "structure": {"schema", "text", "validate"},
+    "overrides": {"schema", "structure", "validate"},
+    "files": {"schema", "structure", "text"},
+}
+
+
+def settings_imports(module: str) -> tuple[set[str], list[int]]:
+    """Sibling modules imported by ``module``, and lines of imports inside functions."""
+    tree = ast.parse((SETTINGS / f"{module}.py").read_text())
+    top = {id(node) for node in tree.body}
+    found, nested = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("trainers.settings"):
+            found.add(node.module.rsplit(".", 1)[-1])
+            if id(node) not in top:
+                nested.append(node.lineno)
+    return found, nested
+
+
+@pytest.mark.parametrize("module", sorted(ALLOWED))
+def test_settings_imports_flow_one_way(module: str) -> None:
+    found, nested = settings_imports(module)
+    assert nested == [], f"{module}.py imports settings modules inside functions"
+    assert found <= ALLOWED[module]
+
+
+def test_every_settings_module_is_in_the_import_map() -> None:
+    modules = {p.stem for p in SETTINGS.glob("*.py")} - {"__init__"}
+    assert modules == set(ALLOWED)

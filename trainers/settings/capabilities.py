@@ -1,0 +1,135 @@
+"""What the configuration asks for that agents-learn cannot do yet: refused before any work.
+
+ML-Agents' schema is loaded in full (every example config parses), but some of what it
+describes has no implementation here. Such a configuration must fail before the results folder
+is written or an environment launched, never train something other than what it says: a
+``self_play`` section silently trained as plain PPO, or a curriculum stuck on its first lesson,
+would waste a run and mislead.
+
+``check_capabilities`` lists every such thing with its key path; ``require_capabilities``
+raises them together as one ConfigError. Call it once the run options are final (CLI flags
+applied) and before anything is written::
+
+    registry = TrainerRegistry.with_plugins()
+    options = apply_cli_overrides(load_run_options(path, ...), explicit)
+    require_capabilities(options, registry.trainers)
+
+Trainer types come from the caller (the registry: ppo plus plugins), so a plugin's type is
+allowed. What a trainer does with its own sections (reward signals, behavioral cloning) is the
+plugin's business: those checks apply only to the trainer types agents-learn implements itself
+(``OWN_TRAINER_TYPES``) and to types that have no trainer. Recurrent memory, self-play and
+environment parameters are run-wide machinery (the acting policy, the ghost trainer, the
+environment side channel), refused whatever the trainer type.
+
+Keys parsed but not acted on are refused when they differ from their default (see
+``_unused_keys``); keys that ML-Agents itself ignores in the same way are accepted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator
+
+from trainers.exceptions import ConfigError
+from trainers.settings.schema import (
+    ConstantSampler,
+    EnvironmentParameterSettings,
+    GaussianSampler,
+    MultiRangeUniformSampler,
+    NetworkSettings,
+    RewardSignalType,
+    RunOptions,
+    TrainerSettings,
+    UniformSampler,
+)
+from trainers.settings.text import short_repr
+
+# Trainer types implemented in agents-learn itself, whose components are known here.
+OWN_TRAINER_TYPES = frozenset({"ppo"})
+
+# Reward signals the built-in trainers implement.
+SUPPORTED_REWARD_SIGNALS = frozenset({RewardSignalType.EXTRINSIC})
+
+_SAMPLER_NAMES = {
+    UniformSampler: "uniform",
+    GaussianSampler: "gaussian",
+    MultiRangeUniformSampler: "multirangeuniform",
+}
+
+
+class UnsupportedFeatureError(ConfigError):
+    """The configuration asks for something agents-learn does not implement yet."""
+
+
+def check_capabilities(options: RunOptions, trainer_types: Collection[str]) -> list[str]:
+    """Every unsupported thing ``options`` asks for, one ``key.path: what is missing`` line
+    each, in configuration order; empty when the run can go ahead.
+
+    ``trainer_types``: the trainer types that have a trainer (the registry's: ppo plus
+    plugins). Checks ``behaviors.*``, ``default_settings`` (it trains every behavior not
+    listed) and ``environment_parameters``.
+    """
+    available = sorted(trainer_types)
+    problems: list[str] = []
+    for name, settings in options.behaviors.items():
+        problems += _trainer_problems(f"behaviors.{name}", settings, available)
+    if options.default_settings is not None:
+        problems += _trainer_problems("default_settings", options.default_settings, available)
+    for name, parameter in options.environment_parameters.items():
+        problems += _parameter_problems(f"environment_parameters.{name}", parameter)
+    return problems
+
+
+def require_capabilities(options: RunOptions, trainer_types: Collection[str]) -> None:
+    """Raise UnsupportedFeatureError (a ConfigError) listing every problem of
+    ``check_capabilities``; return quietly when there are none."""
+    problems = check_capabilities(options, trainer_types)
+    if not problems:
+        return
+    if len(problems) == 1:
+        raise UnsupportedFeatureError(problems[0])
+    lines = "\n".join(f"  {p}" for p in problems)
+    raise UnsupportedFeatureError(
+        f"{len(problems)} things in the run configuration are not supported yet:\n{lines}"
+    )
+
+
+def _trainer_problems(where: str, settings: TrainerSettings, available: list[str]) -> Iterator[str]:
+    trainer_type = settings.trainer_type
+    has_trainer = trainer_type in available
+    if not has_trainer:
+        yield (f"{where}.trainer_type: {short_repr(trainer_type)} has no trainer yet "
+               f"(available: {', '.join(available)})")
+    net = settings.network_settings
+    if net.memory is not None:
+        yield (f"{where}.network_settings.memory: recurrent memory (LSTM) is not supported yet; "
+               "remove the memory section")
+    if settings.self_play is not None:
+        yield (f"{where}.self_play: self-play (the ghost trainer) is not supported yet; remove "
+               "the self_play section")
+    if has_trainer and trainer_type not in OWN_TRAINER_TYPES:
+        return  # a plugin's trainer: its reward signals and imitation are its own
+    for kind, signal in settings.reward_signals.items():
+        path = f"{where}.reward_signals.{kind.value}"
+        if kind not in SUPPORTED_REWARD_SIGNALS:
+            yield (f"{path}: the {kind.value} reward signal is not supported yet (only extrinsic "
+                   "is); remove it")
+        elif signal.network_settings != NetworkSettings():
+            yield (f"{path}.network_settings: the extrinsic reward has no network, so these "
+                   "settings would be ignored; remove them")
+    if settings.behavioral_cloning is not None:
+        yield (f"{where}.behavioral_cloning: behavioral cloning is not supported yet; remove the "
+               "behavioral_cloning section")
+
+
+def _parameter_problems(where: str, parameter: EnvironmentParameterSettings) -> Iterator[str]:
+    lessons = parameter.curriculum
+    if len(lessons) > 1:
+        yield (f"{where}: curricula are not supported yet ({len(lessons)} lessons); use a "
+               "constant value")
+        return
+    # A constant, or a one-lesson curriculum of a constant (the same thing), is sent as is.
+    for lesson in lessons:
+        sampler = lesson.value
+        if not isinstance(sampler, ConstantSampler):
+            kind = _SAMPLER_NAMES.get(type(sampler), type(sampler).__name__)
+            yield f"{where}: samplers are not supported yet ({kind}); use a constant value"
