@@ -3,7 +3,7 @@ timers and perf stats. Imports nothing else of agents-learn; importing it does n
 
 from stats.console_writer import ConsoleWriter
 from stats.defaults import default_writers
-from stats.exceptions import StatsError, StatsWriterPluginError
+from stats.exceptions import StatsError, StatsWriterError, StatsWriterPluginError
 from stats.jsonl_writer import JsonLinesWriter
 from stats.perf import PerfKind, PerfStats, PerfSummary
 from stats.plugins import STATS_WRITER_GROUP, load_stats_writer_plugins
@@ -28,6 +28,7 @@ __all__ = [
     "StatsReporter",
     "StatsSummary",
     "StatsWriter",
+    "StatsWriterError",
     "StatsWriterPluginError",
     "TensorBoardWriter",
     "Timers",

@@ -12,3 +12,8 @@ class StatsWriterPluginError(StatsError):
 
     The message names the entry point and its target (``name = module:attr``).
     """
+
+
+class StatsWriterError(StatsError):
+    """A stats writer raised while writing, adding a property or closing; the message names
+    the writer and the error, the original is chained."""

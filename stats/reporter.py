@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from stats.exceptions import StatsWriterError
 from stats.summary import StatsAggregationMethod, StatsProperty, StatsSummary
 from stats.writer import StatsWriter
 
@@ -189,15 +190,18 @@ class StatsHub:
             return window
 
     def _dispatch(self, method: str, *args: Any) -> None:
-        """Call ``method`` on every writer; all are called even if one raises, then it re-raises."""
-        error: BaseException | None = None
+        """Call ``method`` on every writer; all are called even if one raises, then the first
+        error is raised as a :class:`StatsWriterError` naming its writer."""
+        error: StatsWriterError | None = None
         with self._write_lock:
             for writer in self._writers:
                 try:
                     getattr(writer, method)(*args)
-                except Exception as exc:  # noqa: BLE001 - re-raised below after the other writers
+                except Exception as exc:  # noqa: BLE001 - raised below after the other writers
                     if error is None:
-                        error = exc
+                        error = StatsWriterError(
+                            f"stats writer {type(writer).__name__} failed in {method}: {type(exc).__name__}: {exc}")
+                        error.__cause__ = exc
         if error is not None:
             raise error
 

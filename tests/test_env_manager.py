@@ -13,10 +13,8 @@ from mlagents_envs.base_env import ActionTuple
 from envs.builtin import make_env
 from processors import ActionInfo, AgentManager
 from stats import StatsReporter
-from trainers.env_manager import (
-    BehaviorRuntime,
+from envs.workers import (
     EnvLaunch,
-    EnvManager,
     EnvWorkerPool,
     FaultKind,
     InProcessPool,
@@ -26,8 +24,8 @@ from trainers.env_manager import (
     StepsRecord,
     SubprocessPool,
     WorkerFault,
-    slice_action_info,
 )
+from orchestration.env_manager import BehaviorRuntime, EnvManager, slice_action_info
 from trainers.exceptions import RunEnvironmentError
 
 

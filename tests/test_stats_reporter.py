@@ -18,6 +18,7 @@ from stats import (
     StatsReporter,
     StatsSummary,
     StatsWriter,
+    StatsWriterError,
 )
 
 AVG = StatsAggregationMethod.AVERAGE
@@ -188,7 +189,7 @@ def test_a_failing_writer_does_not_starve_the_others_and_the_error_surfaces() ->
     good = Recorder()
     r = StatsReporter("B", StatsHub([Broken(), good]))
     r.add_stat("x", 1.0)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(StatsWriterError, match="stats writer Broken failed in write_stats: OSError: disk full"):
         r.write_stats(1)
     assert good.writes[0][1]["x"].mean == 1.0
     assert r.get_stats_summaries("x").count == 0
