@@ -46,38 +46,31 @@ def make_perf():
 
 
 def measure(env_path: str, num_envs: int, steps: int, threaded: bool, folder: str) -> dict:
-    import torch
-
-    from stats import StatsHub
-    from trainers.checkpoints import TrainingStatus
-    from trainers.controller import TrainerController
-    from trainers.env_manager import EnvLaunch, EnvManager, InProcessPool, SubprocessPool
-    from trainers.registry import TrainerRegistry
+    from orchestration.run import build_run
     from trainers.settings import load_run_options
 
-    torch.set_num_threads(1)
     options = load_run_options(REPO / "config/ppo/3DBall.yaml")
     settings = attrs.evolve(options.behaviors["3DBall"], max_steps=steps, threaded=threaded,
                             checkpoint_interval=10 * steps)
     name = "3DBall" if env_path.startswith("builtin:") else "Balance"
-    run_dir = Path(folder) / f"{name}-{num_envs}-{threaded}"
-    options = attrs.evolve(options, behaviors={name: settings})
-    (run_dir / "run_logs").mkdir(parents=True, exist_ok=True)
+    options = attrs.evolve(
+        options, behaviors={name: settings},
+        env_settings=attrs.evolve(options.env_settings, env_path=env_path, seed=1, num_envs=num_envs,
+                                  base_port=0 if num_envs == 1 else 6300, timeout_wait=60),
+        checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=folder,
+                                         run_id=f"{name}-{num_envs}-{threaded}"),
+    )
+    run = build_run(options, console=False)
     perf = make_perf()
-    controller = TrainerController(
-        options=options, run_dir=run_dir, hub=StatsHub([]), registry=TrainerRegistry.with_plugins(),
-        status=TrainingStatus(run_dir / "run_logs/training_status.json"), seed=1, device="cpu", perf=perf)
-    launch = EnvLaunch(env_path=env_path, seed=1, base_port=0 if num_envs == 1 else 6300, timeout_wait=60,
-                       log_folder=str(run_dir / "run_logs"))
-    pool = SubprocessPool(launch, num_envs) if num_envs > 1 else InProcessPool(launch)
-    manager = EnvManager(pool, controller.create_runtime, perf=perf)
+    run.controller.perf = run.env_manager.perf = perf  # totals per kind, not just windows
+    controller, manager = run.controller, run.env_manager
     manager.start()
     while not manager.runtimes:  # start-up (process spawn, build launch) is not counted
         manager.advance(timeout=1.0)
     start_env, start_agents = manager.env_steps, controller.trainers[name].step
     start = time.perf_counter()
     perf.totals.clear()
-    controller.run(manager)
+    run.run()
     wall = time.perf_counter() - start
     trainer_steps = controller.trainers[name].step - start_agents
     split = {kind.lower(): round(seconds, 3) for kind, seconds in perf.totals.items()}

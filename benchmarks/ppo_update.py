@@ -23,7 +23,7 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 
 from processors import Trajectory
 from stats import StatsReporter
-from trainers.ppo import PPOTrainer
+from trainers.ppo import PPO
 from trainers.settings import load_run_options
 
 SAMPLES = 12_096
@@ -67,18 +67,17 @@ def measure_update(threads: int, repeats: int) -> dict:
     settings = load_run_options(Path(__file__).resolve().parents[1] / "config/ppo/3DBall.yaml").behavior_settings(
         "3DBall"
     )
-    trainer = PPOTrainer(
-        behavior_name="3DBall", behavior_spec=SPEC, settings=settings, stats_reporter=StatsReporter("3DBall"), seed=0
-    )
+    ppo = PPO(behavior_name="3DBall", behavior_spec=SPEC, settings=settings, stats_reporter=StatsReporter("3DBall"),
+              seed=0)
     trajectories = synthetic_trajectories(np.random.default_rng(0))
     update_seconds, processing_seconds = [], []
     for _ in range(repeats):
         start = time.perf_counter()
         for trajectory in trajectories:
-            trainer._process_trajectory(trajectory)
+            ppo.add(trajectory)
         processing_seconds.append(time.perf_counter() - start)
         start = time.perf_counter()
-        trainer._update_policy()
+        ppo.update(0)
         update_seconds.append(time.perf_counter() - start)
     hp = settings.hyperparameters
     return {
@@ -95,17 +94,16 @@ def measure_inference(agents: int, threads: int, calls: int) -> dict:
     settings = load_run_options(Path(__file__).resolve().parents[1] / "config/ppo/3DBall.yaml").behavior_settings(
         "3DBall"
     )
-    trainer = PPOTrainer(
-        behavior_name="3DBall", behavior_spec=SPEC, settings=settings, stats_reporter=StatsReporter("3DBall"), seed=0
-    )
+    policy = PPO(behavior_name="3DBall", behavior_spec=SPEC, settings=settings,
+                 stats_reporter=StatsReporter("3DBall"), seed=0).policy
     obs = [np.random.default_rng(1).standard_normal((agents, 8)).astype(np.float32)]
     ids = np.arange(agents, dtype=np.int32)
-    trainer.policy.act(obs, None, ids)
+    policy.act(obs, None, ids)
     rates = []
     for _ in range(3):
         start = time.perf_counter()
         for _ in range(calls):
-            trainer.policy.act(obs, None, ids)
+            policy.act(obs, None, ids)
         rates.append(agents * calls / (time.perf_counter() - start))
     return {"agents": agents, "torch_threads": threads, "actions_per_s": round(statistics.median(rates))}
 
