@@ -97,8 +97,8 @@ def main() -> None:
         return
 
     sys.path.insert(0, REPO)
-    from tests.support.standin import write_launcher
     from envs.unity.stock_venv import ensure_stock_venv
+    from tests.support.standin import write_launcher
 
     stock_python = None
     if not args.skip_stock:

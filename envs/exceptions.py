@@ -6,8 +6,6 @@ workers is actionable on its own.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from mlagents_envs.exception import (
     UnityCommunicationException,
     UnityCommunicatorStoppedException,
@@ -23,7 +21,7 @@ class ProtocolSetupError(UnityEnvironmentException, ImportError):
 class UnityBuildCrashedError(UnityEnvironmentException):
     """The Unity process exited while Python was waiting for it."""
 
-    def __init__(self, message: str, *, worker_id: int, port: int, returncode: Optional[int]):
+    def __init__(self, message: str, *, worker_id: int, port: int, returncode: int | None):
         super().__init__(message)
         self.worker_id = worker_id
         self.port = port

@@ -17,7 +17,8 @@ import logging
 import signal
 import sys
 import threading
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from trainers.exceptions import AgentsLearnError
 

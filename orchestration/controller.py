@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import attrs
 from mlagents_envs.base_env import BehaviorSpec

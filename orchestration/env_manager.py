@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from typing import Callable, Iterator, NamedTuple
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import attrs
 import numpy as np

@@ -21,8 +21,9 @@ import os
 import random
 import shutil
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import attrs
 import torch

@@ -58,7 +58,7 @@ class _Accumulator:
         self.m2 = 0.0
         self.min = math.inf
         self.max = -math.inf
-        self.pending = []
+        self.pending: list[np.ndarray] = []
         if self.samples is not None:
             self.samples = []
 
@@ -178,7 +178,7 @@ class StatsHub:
         with self._write_lock:
             self._writers.append(writer)
 
-    def reporter(self, category: str) -> "StatsReporter":
+    def reporter(self, category: str) -> StatsReporter:
         """A reporter for ``category`` sharing this hub's window for it."""
         return StatsReporter(category, self)
 

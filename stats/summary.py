@@ -60,7 +60,7 @@ class StatsSummary:
     full_dist: np.ndarray | None = attrs.field(default=None, eq=False, repr=False)
 
     @staticmethod
-    def empty() -> "StatsSummary":
+    def empty() -> StatsSummary:
         """The summary of a window with no values (count 0)."""
         return _EMPTY
 
@@ -75,7 +75,7 @@ class StatsSummary:
     def of(
         values: np.ndarray | list[float],
         aggregation_method: StatsAggregationMethod = StatsAggregationMethod.AVERAGE,
-    ) -> "StatsSummary":
+    ) -> StatsSummary:
         """Summarise ``values`` ([N] numbers) directly; for tests and one-off summaries."""
         arr = np.asarray(values, dtype=np.float64).reshape(-1)
         if arr.size == 0:

@@ -43,13 +43,13 @@ class _Node:
         self.count = 0
         self.is_parallel = False
 
-    def child(self, name: str) -> "_Node":
+    def child(self, name: str) -> _Node:
         node = self.children.get(name)
         if node is None:
             node = self.children[name] = _Node()
         return node
 
-    def merge(self, other: "_Node", is_parallel: bool) -> None:
+    def merge(self, other: _Node, is_parallel: bool) -> None:
         """Add ``other``'s totals and counts (recursively) into this node."""
         self.total += other.total
         self.count += other.count
@@ -68,7 +68,7 @@ class _Node:
         return res
 
     @staticmethod
-    def from_json(tree: Mapping[str, Any]) -> "_Node":
+    def from_json(tree: Mapping[str, Any]) -> _Node:
         node = _Node()
         node.total = float(tree.get("total", 0.0))
         node.count = int(tree.get("count", 0))
@@ -95,11 +95,11 @@ class _Gauge:
 class _Scope:
     __slots__ = ("_timers", "_name", "_node", "_start", "_stack")
 
-    def __init__(self, timers: "Timers", name: str) -> None:
+    def __init__(self, timers: Timers, name: str) -> None:
         self._timers = timers
         self._name = name
 
-    def __enter__(self) -> "_Scope":
+    def __enter__(self) -> _Scope:
         stack = self._timers._stack()
         node = stack[-1].child(self._name)
         stack.append(node)

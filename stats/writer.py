@@ -20,8 +20,8 @@ class StatsWriter(abc.ABC):
     def write_stats(self, category: str, values: Mapping[str, StatsSummary], step: int) -> None:
         """Write one window: ``values`` maps key -> summary (may be empty), ``step`` is the x axis."""
 
-    def add_property(self, category: str, property_type: StatsProperty, value: Any) -> None:
+    def add_property(self, category: str, property_type: StatsProperty, value: Any) -> None:  # noqa: B027 - optional hook
         """Record a non-numeric fact about ``category`` (hyperparameters, is-training...)."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook
         """Flush and release files; called once by ``StatsHub.close``."""

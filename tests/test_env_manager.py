@@ -11,8 +11,6 @@ import pytest
 from mlagents_envs.base_env import ActionTuple
 
 from envs.builtin import make_env
-from processors import ActionInfo, AgentManager
-from stats import StatsReporter
 from envs.workers import (
     EnvLaunch,
     EnvWorkerPool,
@@ -26,6 +24,8 @@ from envs.workers import (
     WorkerFault,
 )
 from orchestration.env_manager import BehaviorRuntime, EnvManager, slice_action_info
+from processors import ActionInfo, AgentManager
+from stats import StatsReporter
 from trainers.exceptions import RunEnvironmentError
 
 

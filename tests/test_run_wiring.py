@@ -11,7 +11,7 @@ from envs.workers import EnvFactoryError
 from orchestration import train
 from tests.support.learning import RewardLog
 from tests.support.python_envs import make_3dball, make_basic
-from trainers.settings import ConstantSampler, Lesson, EnvironmentParameterSettings, load_run_options
+from trainers.settings import ConstantSampler, EnvironmentParameterSettings, Lesson, load_run_options
 
 
 def options_for(tmp_path, config: str, behavior: str, max_steps: int, **env_changes):

@@ -6,8 +6,7 @@ import logging
 
 import pytest
 
-from stats import ConsoleWriter, StatsHub, StatsProperty, StatsReporter
-from stats import tags
+from stats import ConsoleWriter, StatsHub, StatsProperty, StatsReporter, tags
 
 LOGGER = "stats.console_writer"
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stats import PerfKind, PerfStats, StatsReporter
-from stats import tags
+from stats import PerfKind, PerfStats, StatsReporter, tags
 
 
 class Clock:
@@ -52,10 +51,9 @@ def test_ema_survives_resets() -> None:
 def test_measure_records_even_when_the_block_raises() -> None:
     clock = Clock()
     perf = PerfStats(clock=clock)
-    with pytest.raises(KeyError):
-        with perf.measure(PerfKind.INFERENCE):
-            clock.t += 0.002
-            raise KeyError("x")
+    with pytest.raises(KeyError), perf.measure(PerfKind.INFERENCE):
+        clock.t += 0.002
+        raise KeyError("x")
     assert perf.summary().mean_inference_ms == pytest.approx(2.0)
 
 

@@ -215,7 +215,7 @@ def test_concurrent_reporters_lose_nothing() -> None:
     def report(tid: int) -> None:
         r = StatsReporter("B", hub)
         start.wait()
-        for i in range(rounds):
+        for _ in range(rounds):
             r.add_stat("singles", 1.0)
             r.add_stats("batch", np.full(40, float(tid + 1)))  # numpy path
             r.add_stats("small", [2.0, 2.0, 2.0], SUM)  # python path

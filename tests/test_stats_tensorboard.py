@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from stats import StatsAggregationMethod, StatsHub, StatsProperty, StatsReporter, TensorBoardWriter
-from stats import tags
+from stats import StatsAggregationMethod, StatsHub, StatsProperty, StatsReporter, TensorBoardWriter, tags
 
 
 def load(directory: Path) -> EventAccumulator:

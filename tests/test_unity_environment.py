@@ -8,16 +8,6 @@ import time
 
 import numpy as np
 import pytest
-
-from envs.unity import UnityEnvironment
-from envs.unity.communicator import LoopbackCommunicator
-from tests.support.standin import render_frame, visual_key, write_launcher
-from envs.exceptions import (
-    UnityBuildCrashedError,
-    UnityBuildQuitError,
-    UnityBuildTimeoutError,
-    UnityMessageTooLargeError,
-)
 from mlagents_envs.base_env import ActionTuple
 from mlagents_envs.exception import (
     UnityCommunicatorStoppedException,
@@ -28,6 +18,16 @@ from mlagents_envs.exception import (
 from mlagents_envs.side_channel.engine_configuration_channel import EngineConfigurationChannel
 from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
 from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
+
+from envs.exceptions import (
+    UnityBuildCrashedError,
+    UnityBuildQuitError,
+    UnityBuildTimeoutError,
+    UnityMessageTooLargeError,
+)
+from envs.unity import UnityEnvironment
+from envs.unity.communicator import LoopbackCommunicator
+from tests.support.standin import render_frame, visual_key, write_launcher
 
 TIMEOUT = 20  # seconds: generous for a loaded 2-core machine, still bounded
 
@@ -386,8 +386,9 @@ def test_other_peers_on_a_workers_port_are_refused_and_the_run_goes_on(make_env,
 
 
 def test_only_a_handshake_claims_the_port_then_only_its_peer_is_admitted():
-    from envs.unity.communicator import _Rendezvous
     from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
+
+    from envs.unity.communicator import _Rendezvous
 
     quit_message, handshake, step_output = _impostor_messages()
     rendezvous = _Rendezvous(1 << 20)

@@ -7,7 +7,8 @@ trajectories into updates of its policy.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import torch
 from mlagents_envs.base_env import BehaviorSpec

@@ -18,9 +18,10 @@ import shutil
 import threading
 import time
 import zipfile
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import attrs
 import torch

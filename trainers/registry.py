@@ -12,16 +12,16 @@ trainer type name (as written in ``trainer_type:``) to the algorithm class (see
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from importlib import metadata
-from typing import Mapping
 
 import torch
 from mlagents_envs.base_env import BehaviorSpec
 
 from stats import StatsReporter
+from trainers.algorithm import AlgorithmFactory
 from trainers.checkpoints import BehaviorCheckpoints
 from trainers.exceptions import ConfigError, UnknownTrainerTypeError
-from trainers.algorithm import AlgorithmFactory
 from trainers.ppo import PPO
 from trainers.settings import TrainerSettings, builtin_hyperparameter_types
 from trainers.trainer import Trainer

@@ -7,7 +7,8 @@ Only ``extrinsic`` exists today; curiosity, RND and GAIL plug in here without to
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 import numpy as np
 from mlagents_envs.base_env import BehaviorSpec

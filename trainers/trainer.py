@@ -8,12 +8,13 @@ receives, whichever agent it came from.
 
 from __future__ import annotations
 
-import logging
 import functools
+import logging
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from processors.queue import AgentManagerQueue
 from processors.trajectory import Trajectory

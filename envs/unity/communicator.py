@@ -21,8 +21,9 @@ import queue
 import socket
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Optional
+from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -113,12 +114,12 @@ class _Rendezvous:
     """
 
     def __init__(self, max_message_bytes: int, where: Callable[[], str] = lambda: "Unity connection") -> None:
-        self.inbox: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
-        self.outbox: "queue.SimpleQueue[UnityMessageProto]" = queue.SimpleQueue()
+        self.inbox: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.outbox: queue.SimpleQueue[UnityMessageProto] = queue.SimpleQueue()
         self.closed = threading.Event()
         self.max_message_bytes = max_message_bytes
         self.where = where
-        self.unity_peer: Optional[str] = None
+        self.unity_peer: str | None = None
         self.refused = 0
         self._lock = threading.Lock()
         self._warned: set = set()
@@ -131,7 +132,7 @@ class _Rendezvous:
         except DecodeError as e:
             return _Malformed(str(e) or "cannot parse")
 
-    def admit(self, request: Any, peer: str) -> Optional[str]:
+    def admit(self, request: Any, peer: str) -> str | None:
         """None if ``peer`` may talk to the trainer, else why not.
 
         The first peer whose message opens a session (see ``_opens_a_session``) owns the
@@ -229,7 +230,7 @@ class LoopbackCommunicator(Communicator):
         return f"worker {self.worker_id} (port {getattr(self, 'port', '?')})"
 
     @property
-    def unity_peer(self) -> Optional[str]:
+    def unity_peer(self) -> str | None:
         """The gRPC peer of the Unity process that owns this port (``ipv4:127.0.0.1:54321``),
         None until it has connected. Calls from any other peer are refused."""
         return self._rendezvous.unity_peer
@@ -277,7 +278,7 @@ class LoopbackCommunicator(Communicator):
             except OSError:
                 raise UnityWorkerInUseException(self.worker_id) from None
 
-    def _receive(self, waiting_for: str, poll_callback: Optional[PollCallback]) -> UnityMessageProto:
+    def _receive(self, waiting_for: str, poll_callback: PollCallback | None) -> UnityMessageProto:
         """Next message from Unity, or a clear error within timeout_wait seconds."""
         start = time.monotonic()
         deadline = start + self.timeout_wait
@@ -321,7 +322,7 @@ class LoopbackCommunicator(Communicator):
                 )
             return message
 
-    def _send(self, unity_input: Optional[UnityInputProto]) -> None:
+    def _send(self, unity_input: UnityInputProto | None) -> None:
         message = UnityMessageProto()
         message.header.status = STATUS_OK
         if unity_input is not None:
@@ -329,7 +330,7 @@ class LoopbackCommunicator(Communicator):
         self._rendezvous.outbox.put(message)
 
     def initialize(
-        self, inputs: UnityInputProto, poll_callback: Optional[PollCallback] = None
+        self, inputs: UnityInputProto, poll_callback: PollCallback | None = None
     ) -> UnityOutputProto:
         """Start-up handshake: academy parameters in, ``inputs`` out, then Unity's second
         message (its request for the first command), whose reply is the next exchange."""
@@ -339,7 +340,7 @@ class LoopbackCommunicator(Communicator):
         return first.unity_output
 
     def exchange(
-        self, inputs: UnityInputProto, poll_callback: Optional[PollCallback] = None
+        self, inputs: UnityInputProto, poll_callback: PollCallback | None = None
     ) -> UnityOutputProto:
         """Send one input (reset or step) and return Unity's next output.
 

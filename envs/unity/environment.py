@@ -20,7 +20,6 @@ import logging
 import os
 import signal
 import subprocess
-from typing import Dict, List, Optional
 
 from envs.unity import protocol
 
@@ -55,15 +54,15 @@ class UnityEnvironment(_StockUnityEnvironment):
 
     def __init__(
         self,
-        file_name: Optional[str] = None,
+        file_name: str | None = None,
         worker_id: int = 0,
-        base_port: Optional[int] = None,
+        base_port: int | None = None,
         seed: int = 0,
         no_graphics: bool = False,
         timeout_wait: int = 60,
-        additional_args: Optional[List[str]] = None,
-        side_channels: Optional[List[SideChannel]] = None,
-        log_folder: Optional[str] = None,
+        additional_args: list[str] | None = None,
+        side_channels: list[SideChannel] | None = None,
+        log_folder: str | None = None,
         num_areas: int = 1,
         *,
         bind_address: str = LOOPBACK,
@@ -74,7 +73,7 @@ class UnityEnvironment(_StockUnityEnvironment):
         self._max_message_bytes = max_message_bytes
         self._poll_interval_s = poll_interval_s
         self._communicator = None
-        self._process: Optional[subprocess.Popen] = None
+        self._process: subprocess.Popen | None = None
         self._worker_id = worker_id
         self._port = base_port if base_port is not None else 0
         try:
@@ -100,11 +99,11 @@ class UnityEnvironment(_StockUnityEnvironment):
         return self._port
 
     @property
-    def process(self) -> Optional[subprocess.Popen]:
+    def process(self) -> subprocess.Popen | None:
         """The build's process, None for the Editor or once closed."""
         return self._process
 
-    def _get_communicator(self, worker_id: int, base_port: int, timeout_wait: float) -> LoopbackCommunicator:  # type: ignore[override]
+    def _get_communicator(self, worker_id: int, base_port: int, timeout_wait: float) -> LoopbackCommunicator:
         port = 0 if base_port == 0 else base_port + worker_id
         communicator = LoopbackCommunicator(
             worker_id,
@@ -135,7 +134,7 @@ class UnityEnvironment(_StockUnityEnvironment):
             returncode=process.returncode,
         )
 
-    def _log_file(self) -> Optional[str]:
+    def _log_file(self) -> str | None:
         args = getattr(self, "_additional_args", [])
         for i, arg in enumerate(args[:-1]):
             if arg.lower() == "-logfile":
@@ -144,7 +143,7 @@ class UnityEnvironment(_StockUnityEnvironment):
             return os.path.join(self._log_folder, f"Player-{self._worker_id}.log")
         return None
 
-    def _generate_step_input(self, vector_action: Dict[str, ActionTuple]) -> UnityInputProto:
+    def _generate_step_input(self, vector_action: dict[str, ActionTuple]) -> UnityInputProto:
         """Actions for every agent that asked for a decision, one AgentActionProto each.
 
         Same message as the stock method, built with fewer Python-level calls per agent.
@@ -184,7 +183,7 @@ class UnityEnvironment(_StockUnityEnvironment):
         """Ask the build to quit, end its process for sure, free the port. Idempotent."""
         self._close()
 
-    def _close(self, timeout: Optional[float] = None) -> None:
+    def _close(self, timeout: float | None = None) -> None:
         atexit.unregister(self._close)
         self._loaded = False
         if timeout is None:

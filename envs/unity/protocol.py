@@ -21,7 +21,7 @@ import importlib.machinery
 import os
 import sys
 import types
-from typing import Dict, Iterable, List, Optional, Sequence
+from collections.abc import Iterable, Sequence
 
 from envs.exceptions import ProtocolSetupError
 
@@ -50,7 +50,7 @@ def _pb2_directory() -> str:
     return list(package.__path__)[0]
 
 
-def pb2_module_names() -> List[str]:
+def pb2_module_names() -> list[str]:
     """Short names (``agent_info_pb2``...) of the generated message modules installed."""
     return sorted(
         name[:-3]
@@ -70,7 +70,7 @@ def serialized_file_descriptor(source: str) -> bytes:
         if not isinstance(node, ast.Call):
             continue
         func_name = getattr(node.func, "attr", getattr(node.func, "id", ""))
-        candidates: List[ast.expr] = []
+        candidates: list[ast.expr] = []
         if func_name == "FileDescriptor":
             candidates = [kw.value for kw in node.keywords if kw.arg == "serialized_pb"]
         elif func_name == "AddSerializedFile" and node.args:
@@ -84,10 +84,10 @@ def serialized_file_descriptor(source: str) -> bytes:
     raise ValueError("no serialized file descriptor in this generated module")
 
 
-def read_file_descriptors(names: Optional[Iterable[str]] = None) -> Dict[str, bytes]:
+def read_file_descriptors(names: Iterable[str] | None = None) -> dict[str, bytes]:
     """Serialized FileDescriptorProtos by module short name, read from the installed sources."""
     directory = _pb2_directory()
-    result: Dict[str, bytes] = {}
+    result: dict[str, bytes] = {}
     for name in names if names is not None else pb2_module_names():
         path = os.path.join(directory, name + ".py")
         with open(path, encoding="utf-8") as f:
@@ -100,7 +100,7 @@ def read_file_descriptors(names: Optional[Iterable[str]] = None) -> Dict[str, by
     return result
 
 
-def build_modules(serialized: Dict[str, bytes]) -> Dict[str, types.ModuleType]:
+def build_modules(serialized: dict[str, bytes]) -> dict[str, types.ModuleType]:
     """Build stand-ins for the generated modules from serialized file descriptors.
 
     Each module has DESCRIPTOR, one class per top-level message, each top-level enum as an
@@ -137,12 +137,12 @@ def build_modules(serialized: Dict[str, bytes]) -> Dict[str, types.ModuleType]:
     if get_class is None:  # protobuf < 4.22
         get_class = message_factory.MessageFactory(pool).GetPrototype
 
-    modules: Dict[str, types.ModuleType] = {}
+    modules: dict[str, types.ModuleType] = {}
     for file_name, (name, _) in protos.items():
         file_descriptor = pool.FindFileByName(file_name)
         module = types.ModuleType(f"{PB2_PACKAGE}.{name}")
         module.__doc__ = f"ML-Agents protocol messages of {file_name}, built by envs.unity.protocol."
-        module.DESCRIPTOR = file_descriptor
+        setattr(module, "DESCRIPTOR", file_descriptor)  # noqa: B010 - a module attribute protobuf reads
         setattr(module, _MARKER, True)
         for message_name, descriptor in file_descriptor.message_types_by_name.items():
             setattr(module, message_name, _message_class(descriptor, get_class))
@@ -182,9 +182,9 @@ class ProtocolFinder(importlib.abc.MetaPathFinder):
     """
 
     def __init__(self) -> None:
-        self._modules: Optional[Dict[str, types.ModuleType]] = None
+        self._modules: dict[str, types.ModuleType] | None = None
 
-    def modules(self) -> Dict[str, types.ModuleType]:
+    def modules(self) -> dict[str, types.ModuleType]:
         if self._modules is None:
             self._modules = build_modules(read_file_descriptors())
         return self._modules
@@ -192,9 +192,9 @@ class ProtocolFinder(importlib.abc.MetaPathFinder):
     def find_spec(
         self,
         fullname: str,
-        path: Optional[Sequence[str]] = None,
-        target: Optional[types.ModuleType] = None,
-    ) -> Optional[importlib.machinery.ModuleSpec]:
+        path: Sequence[str] | None = None,
+        target: types.ModuleType | None = None,
+    ) -> importlib.machinery.ModuleSpec | None:
         if not (fullname.startswith(PB2_PACKAGE + ".") and fullname.endswith("_pb2")):
             return None
         module = self.modules().get(fullname)
@@ -203,14 +203,14 @@ class ProtocolFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _Loader(module), origin="descriptors")
 
 
-def _installed_finder() -> Optional[ProtocolFinder]:
+def _installed_finder() -> ProtocolFinder | None:
     for finder in sys.meta_path:
         if isinstance(finder, ProtocolFinder):
             return finder
     return None
 
 
-def _loaded_stock_modules() -> List[str]:
+def _loaded_stock_modules() -> list[str]:
     return [
         name
         for name, module in list(sys.modules.items())

@@ -11,7 +11,7 @@ import hashlib
 import os
 import subprocess
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 STOCK_PROTOBUF = "protobuf==3.20.3"
 STOCK_MLAGENTS_ENVS = "mlagents-envs==0.28.0"
@@ -27,7 +27,7 @@ def default_cache_dir() -> str:
     return os.path.join(base, "agents-learn")
 
 
-def _pins(constraints_file: Optional[str], names: Sequence[str]) -> list:
+def _pins(constraints_file: str | None, names: Sequence[str]) -> list:
     """``name==version`` for each name pinned in constraints_file (else the bare name)."""
     pinned = {}
     if constraints_file and os.path.exists(constraints_file):
@@ -41,10 +41,10 @@ def _pins(constraints_file: Optional[str], names: Sequence[str]) -> list:
 
 
 def ensure_stock_venv(
-    cache_dir: Optional[str] = None,
+    cache_dir: str | None = None,
     *,
     runtime: bool = False,
-    constraints_file: Optional[str] = None,
+    constraints_file: str | None = None,
     timeout_s: float = 600.0,
 ) -> str:
     """Path of the stock venv's python, creating the venv if needed.

@@ -13,7 +13,7 @@ import abc
 import logging
 import time
 from collections import deque
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from mlagents_envs.base_env import ActionTuple, BaseEnv
 

@@ -11,8 +11,9 @@ import multiprocessing
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from multiprocessing.connection import Connection, wait
-from typing import Any, Mapping
+from typing import Any, cast
 
 import attrs
 from mlagents_envs.base_env import ActionTuple
@@ -131,11 +132,12 @@ class SubprocessPool(EnvWorkerPool):
         waiting = {w.conn: wid for wid, w in self._workers.items() if w.waiting_since is not None}
         out: list[WorkerResult | WorkerFault] = []
         if waiting:
-            for conn in wait(list(waiting), timeout=timeout):
+            for ready in wait(list(waiting), timeout=timeout):
+                conn = cast(Connection, ready)
                 worker_id = waiting[conn]
                 worker = self._workers[worker_id]
                 try:
-                    item = conn.recv()
+                    item: WorkerResult | WorkerFault = conn.recv()
                 except (EOFError, OSError):
                     worker.process.join(1.0)
                     code = worker.process.exitcode

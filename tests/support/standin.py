@@ -45,7 +45,8 @@ import sys
 import time
 import uuid
 import zlib
-from typing import Dict, List, NamedTuple, Optional, Sequence, TextIO, Tuple
+from collections.abc import Sequence
+from typing import NamedTuple, TextIO
 
 import numpy as np
 
@@ -68,7 +69,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Pure helpers (tests use them to predict what arrives)
 
 
-def render_frame(key: int, shape: Tuple[int, int, int]) -> np.ndarray:
+def render_frame(key: int, shape: tuple[int, int, int]) -> np.ndarray:
     """The camera image the visual scenes send: uint8 ``[H, W, C]``, a pattern of ``key``.
 
     pixel[h, w, c] = (7h + 3w + 11c + key) mod 256.
@@ -117,7 +118,7 @@ def stats_message(key: str, value: float, aggregation: int) -> bytes:
     return _write_string(key) + struct.pack("<fi", value, aggregation)
 
 
-def pack_side_channel(messages: Sequence[Tuple[uuid.UUID, bytes]]) -> bytes:
+def pack_side_channel(messages: Sequence[tuple[uuid.UUID, bytes]]) -> bytes:
     """Side-channel wire format: per message, channel UUID (bytes_le), int32 length, payload."""
     return b"".join(
         channel.bytes_le + struct.pack("<i", len(payload)) + payload
@@ -125,7 +126,7 @@ def pack_side_channel(messages: Sequence[Tuple[uuid.UUID, bytes]]) -> bytes:
     )
 
 
-def unpack_side_channel(data: bytes) -> List[Tuple[uuid.UUID, bytes]]:
+def unpack_side_channel(data: bytes) -> list[tuple[uuid.UUID, bytes]]:
     """Inverse of pack_side_channel."""
     result = []
     offset = 0
@@ -161,7 +162,7 @@ class _Reader:
         self.offset += length
         return value
 
-    def float32_list(self) -> List[float]:
+    def float32_list(self) -> list[float]:
         return [self.float32() for _ in range(self.int32())]
 
 
@@ -171,7 +172,7 @@ class _Reader:
 
 class ObsDef(NamedTuple):
     name: str
-    shape: Tuple[int, ...]
+    shape: tuple[int, ...]
     png: bool = False
 
 
@@ -180,11 +181,11 @@ class Group:
 
     name: str = ""
     continuous: int = 0
-    branches: Tuple[int, ...] = ()
-    observations: Tuple[ObsDef, ...] = ()
+    branches: tuple[int, ...] = ()
+    observations: tuple[ObsDef, ...] = ()
 
     def __init__(self, n_agents: int, periods: Sequence[int], max_step: int, spawn_step: int,
-                 rng: np.random.Generator, params: Dict[str, float]) -> None:
+                 rng: np.random.Generator, params: dict[str, float]) -> None:
         self.n = n_agents
         self.periods = np.asarray(periods, dtype=np.int64)
         self.max_step = max_step
@@ -203,15 +204,15 @@ class Group:
     def reset_agents(self, idx: np.ndarray) -> None:
         """Start new episodes for agents ``idx`` (state only)."""
 
-    def physics(self) -> Tuple[np.ndarray, np.ndarray]:
+    def physics(self) -> tuple[np.ndarray, np.ndarray]:
         """One academy step with the current actions: (rewards [N], terminated [N] bool)."""
         raise NotImplementedError
 
-    def observe(self, idx: np.ndarray) -> List[np.ndarray]:
+    def observe(self, idx: np.ndarray) -> list[np.ndarray]:
         """Per ObsDef: float32 ``[k, *shape]``, or uint8 ``[k, H, W, 3]`` for PNG cameras."""
         raise NotImplementedError
 
-    def action_mask(self, idx: np.ndarray) -> Optional[np.ndarray]:
+    def action_mask(self, idx: np.ndarray) -> np.ndarray | None:
         """bool ``[k, sum(branches)]``, True = action not allowed; None for no masks."""
         return None
 
@@ -235,7 +236,7 @@ class BalanceGroup(Group):
         )
         self.vel[idx] = 0.0
 
-    def physics(self) -> Tuple[np.ndarray, np.ndarray]:
+    def physics(self) -> tuple[np.ndarray, np.ndarray]:
         dt = 0.02
         gravity = self.params.get("gravity", 9.81)
         self.tilt = np.clip(self.tilt + 0.02 * np.clip(self.cont_actions, -1, 1), -0.25, 0.25)
@@ -245,7 +246,7 @@ class BalanceGroup(Group):
         fell = (np.abs(self.pos[:, 0]) > 1.5) | (np.abs(self.pos[:, 2]) > 1.5)
         return np.where(fell, -1.0, 0.1), fell
 
-    def observe(self, idx: np.ndarray) -> List[np.ndarray]:
+    def observe(self, idx: np.ndarray) -> list[np.ndarray]:
         return [
             np.concatenate(
                 [self.tilt[idx], self.pos[idx] - np.array([0.0, 4.0, 0.0]), self.vel[idx]], axis=1
@@ -274,13 +275,13 @@ class CorridorGroup(Group):
         self.x[idx] = self.rng.integers(0, self.length, len(idx))
         self.goal[idx] = (self.x[idx] + self.rng.integers(1, self.length, len(idx))) % self.length
 
-    def physics(self) -> Tuple[np.ndarray, np.ndarray]:
+    def physics(self) -> tuple[np.ndarray, np.ndarray]:
         move = np.array([0, -1, 1])[self.disc_actions[:, 0]]
         self.x = np.clip(self.x + move, 0, self.length - 1)
         reached = self.x == self.goal
         return np.where(reached, 1.0, -0.01), reached
 
-    def observe(self, idx: np.ndarray) -> List[np.ndarray]:
+    def observe(self, idx: np.ndarray) -> list[np.ndarray]:
         vector = np.column_stack([self.x[idx], self.goal[idx], self.episode_step[idx]]).astype(np.float32)
         cameras = [
             np.stack([render_frame(visual_key(int(self.ids[i]), int(self.x[i])), obs.shape) for i in idx])
@@ -289,7 +290,7 @@ class CorridorGroup(Group):
         raw = cameras[1].astype(np.float32) / np.float32(255.0)
         return [vector, cameras[0], raw]
 
-    def action_mask(self, idx: np.ndarray) -> Optional[np.ndarray]:
+    def action_mask(self, idx: np.ndarray) -> np.ndarray | None:
         mask = np.zeros((len(idx), sum(self.branches)), dtype=bool)
         mask[:, 1] = self.x[idx] == 0
         mask[:, 2] = self.x[idx] == self.length - 1
@@ -308,12 +309,12 @@ class StrikerGroup(Group):
     def reset_agents(self, idx: np.ndarray) -> None:
         self.pos[idx] = self.rng.uniform(-1, 1, (len(idx), 2))
 
-    def physics(self) -> Tuple[np.ndarray, np.ndarray]:
+    def physics(self) -> tuple[np.ndarray, np.ndarray]:
         self.pos += 0.5 * np.clip(self.cont_actions, -1, 1)
         out = np.abs(self.pos).max(axis=1) > 5
         return np.where(out, -1.0, -0.01 * np.abs(self.pos).sum(axis=1)), out
 
-    def observe(self, idx: np.ndarray) -> List[np.ndarray]:
+    def observe(self, idx: np.ndarray) -> list[np.ndarray]:
         return [np.column_stack([self.pos[idx], -self.pos[idx]]).astype(np.float32)]
 
 
@@ -329,12 +330,12 @@ class GoalieGroup(Group):
     def reset_agents(self, idx: np.ndarray) -> None:
         self.pos[idx] = 0.0
 
-    def physics(self) -> Tuple[np.ndarray, np.ndarray]:
+    def physics(self) -> tuple[np.ndarray, np.ndarray]:
         self.pos += np.array([0.0, -1.0, 1.0])[self.disc_actions[:, 0]]
         out = np.abs(self.pos) > 3
         return np.where(out, -1.0, 0.05), out
 
-    def observe(self, idx: np.ndarray) -> List[np.ndarray]:
+    def observe(self, idx: np.ndarray) -> list[np.ndarray]:
         return [np.column_stack([self.pos[idx], self.episode_step[idx], np.ones(len(idx))]).astype(np.float32)]
 
 
@@ -346,16 +347,16 @@ class LargeGroup(Group):
         self.observations = (ObsDef("RawCamera", (image_size, image_size, 3)),)
         super().__init__(*args, **kwargs)
 
-    def physics(self) -> Tuple[np.ndarray, np.ndarray]:
+    def physics(self) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros(self.n), np.zeros(self.n, dtype=bool)
 
-    def observe(self, idx: np.ndarray) -> List[np.ndarray]:
+    def observe(self, idx: np.ndarray) -> list[np.ndarray]:
         frames = np.stack([render_frame(int(self.ids[i]), self.observations[0].shape) for i in idx])
         return [frames.astype(np.float32) / np.float32(255.0)]
 
 
 def make_groups(options: argparse.Namespace, rng: np.random.Generator,
-                params: Dict[str, float]) -> List[Group]:
+                params: dict[str, float]) -> list[Group]:
     """The agent groups of ``options.scene``."""
     scene = options.scene
     max_step = options.max_step
@@ -385,15 +386,15 @@ def make_groups(options: argparse.Namespace, rng: np.random.Generator,
 class Academy:
     """Steps the groups and builds UnityRLOutputProto messages as the C# Academy does."""
 
-    def __init__(self, groups: List[Group], pb) -> None:
+    def __init__(self, groups: list[Group], pb) -> None:
         self.groups = groups
         self.pb = pb
         self.academy_step = 0  # since the last reset: decisions are timed by it
         self.total_steps = 0  # since start: spawning is timed by it
         self.next_id = 0
         self.need_physics = False
-        self.stats: List[bytes] = []
-        self.done_infos: Dict[str, list] = {}
+        self.stats: list[bytes] = []
+        self.done_infos: dict[str, list] = {}
 
     def _new_episodes(self, group: Group, idx: np.ndarray) -> None:
         group.ids[idx] = np.arange(self.next_id, self.next_id + len(idx))
@@ -429,8 +430,8 @@ class Academy:
                 if group.branches:
                     group.disc_actions[i] = action.discrete_actions
 
-    def _info(self, group: Group, idx: np.ndarray, observations: List[np.ndarray],
-              masks: Optional[np.ndarray], infos, done: bool, interrupted: np.ndarray) -> None:
+    def _info(self, group: Group, idx: np.ndarray, observations: list[np.ndarray],
+              masks: np.ndarray | None, infos, done: bool, interrupted: np.ndarray) -> None:
         pb = self.pb
         for row, i in enumerate(idx):
             info = infos.add()
@@ -531,7 +532,6 @@ class _Protocol:
     """The message classes and enum values the stand-in needs, from mlagents_envs."""
 
     def __init__(self) -> None:
-        import envs.unity  # noqa: F401  (registers the protocol modules for this protobuf)
         from mlagents_envs.communicator_objects import (
             brain_parameters_pb2,
             command_pb2,
@@ -539,6 +539,8 @@ class _Protocol:
             space_type_pb2,
             unity_message_pb2,
         )
+
+        import envs.unity  # noqa: F401  (registers the protocol modules for this protobuf)
 
         self.UnityMessageProto = unity_message_pb2.UnityMessageProto
         self.BrainParametersProto = brain_parameters_pb2.BrainParametersProto
@@ -548,7 +550,7 @@ class _Protocol:
         self.STEP, self.RESET, self.QUIT = command_pb2.STEP, command_pb2.RESET, command_pb2.QUIT
 
 
-def _env_int(name: str) -> Optional[int]:
+def _env_int(name: str) -> int | None:
     value = os.environ.get(name)
     return int(value) if value not in (None, "") else None
 
@@ -576,13 +578,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 class Player:
     """One run of the stand-in build."""
 
-    def __init__(self, options: argparse.Namespace, log: Optional[TextIO]) -> None:
+    def __init__(self, options: argparse.Namespace, log: TextIO | None) -> None:
         self.options = options
         self.log_stream = log
         self.pb = _Protocol()
-        self.params: Dict[str, float] = {}
+        self.params: dict[str, float] = {}
         self.steps_answered = 0
-        self.academy: Optional[Academy] = None
+        self.academy: Academy | None = None
 
     def log(self, text: str) -> None:
         if self.log_stream is not None:
@@ -639,7 +641,7 @@ class Player:
 
         pb = self.pb
         options = self.options
-        self._early_stats: List[bytes] = []
+        self._early_stats: list[bytes] = []
         channel = grpc.insecure_channel(
             f"localhost:{options.mlagents_port}",
             options=[("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)],
@@ -721,14 +723,14 @@ class Player:
             goodbye.header.status = 400
             try:
                 exchange(goodbye, timeout=5)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the trainer may already be gone; quitting anyway
                 pass
             sys.exit(0)
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     options = parse_args(sys.argv[1:] if argv is None else argv)
-    log = open(options.log_file, "a", encoding="utf-8") if options.log_file else None
+    log = open(options.log_file, "a", encoding="utf-8") if options.log_file else None  # noqa: SIM115 - closed below
     try:
         if log is not None:
             log.write(f"[standin] pid {os.getpid()} args {sys.argv[1:] if argv is None else list(argv)}\n")
@@ -738,8 +740,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             log.close()
 
 
-def write_launcher(folder: str, *, scene: Optional[str] = None, name: str = "StandIn.x86_64",
-                   python: Optional[str] = None, extra_args: Sequence[str] = ()) -> str:
+def write_launcher(folder: str, *, scene: str | None = None, name: str = "StandIn.x86_64",
+                   python: str | None = None, extra_args: Sequence[str] = ()) -> str:
     """Write an executable script that starts the stand-in like a Unity build; returns its path.
 
     Pass the path as ``UnityEnvironment(file_name=...)``. ``python`` defaults to this

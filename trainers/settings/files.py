@@ -15,7 +15,6 @@ from trainers.settings.schema import RunOptions
 from trainers.settings.structure import structure_run_options, unstructure_run_options
 from trainers.settings.text import short_repr
 
-
 # A run configuration is a few hundred YAML values (ML-Agents' largest example has ~150) nested
 # at most ~7 deep. These bounds are far above any real file and far below what hurts: 100,000
 # values structure in well under a second, and 100 levels stay clear of Python's recursion limit

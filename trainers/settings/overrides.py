@@ -132,7 +132,8 @@ def apply_cli_overrides(options: RunOptions, explicit: Mapping[str, Any]) -> Run
     top = sections.pop(None, {})
     changes: dict[str, Any] = dict(top)
     for section, values in sections.items():
-        changes[section] = attrs.evolve(getattr(options, section), **values)
+        if section is not None:
+            changes[section] = attrs.evolve(getattr(options, section), **values)
     new = attrs.evolve(options, **changes)
 
     cp = new.checkpoint_settings

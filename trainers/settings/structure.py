@@ -322,7 +322,7 @@ def make_converter(hyperparameter_types: Mapping[str, type] | None = None) -> ca
     conv.register_structure_hook(enum.Enum, _structure_enum)
 
     def attrs_factory(cl: type) -> Callable[[Any, Any], Any]:
-        generated = make_dict_structure_fn(cl, conv)
+        generated: Callable[[Any, Any], Any] = make_dict_structure_fn(cl, conv)
 
         def structure(value: Any, _: Any) -> Any:
             return generated(as_mapping(value), cl)
@@ -617,7 +617,7 @@ def structure_run_options(
             f"the run configuration must be a mapping of sections ({', '.join(TOP_LEVEL_KEYS)}), "
             f"got {describe(data)}"
         )
-    problems: list[Problem] = []
+    problems: list[Problem | str] = []
     hint = _old_format_hint(data)
     for key in data:
         if key not in TOP_LEVEL_KEYS:

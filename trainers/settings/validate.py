@@ -274,7 +274,7 @@ def check_run_options(
         c.errors += report.errors
         c.warnings += report.warnings
     # Curriculum behaviors are checked against the configured ones unless any name is allowed.
-    known = set(options.behaviors)
+    known: set[str] | None = set(options.behaviors)
     if options.default_settings is not None or not options.behaviors:
         known = None
     for name, param in options.environment_parameters.items():
