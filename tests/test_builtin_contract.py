@@ -142,10 +142,11 @@ def test_unknown_environment_parameters_are_ignored():
     assert trace(env, 40) == plain
 
 
-def test_engine_settings_are_accepted():
+def test_engine_settings_are_accepted_and_change_no_episode():
+    plain = trace(make_env("3DBall", seed=0), 60)
     env = make_env("3DBall", seed=0)
-    env.set_engine_config(EngineConfig(84, 84, 5, 20.0, -1, 60))
-    env.step()
+    env.set_engine_config(EngineConfig(84, 84, 5, 100.0, -1, 60))  # time_scale 100, as a user may set
+    assert trace(env, 60) == plain  # a simulation steps by decisions, not by wall-clock time
 
 
 def test_unknown_behavior_and_wrong_action_shapes_are_refused():
