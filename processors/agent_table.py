@@ -17,6 +17,8 @@ once, from the step into the buffer.
 
 from __future__ import annotations
 
+import sys
+from collections import deque
 from typing import Callable, Iterator, Sequence, TypeVar
 
 import attrs
@@ -162,23 +164,46 @@ class PackedObs:
 class BufferedObs:
     """One large observation (an image): a ``[T, *shape]`` buffer per slot.
 
-    A published trajectory takes its slot's buffer (the slot gets a fresh one at its next
+    A published trajectory takes its slot's buffer (the slot gets another at its next
     write), so each observation is copied once. A trajectory using at most a quarter of
     the buffer gets a copy of its rows instead and the slot keeps the buffer, so a short
     trajectory never pins a long buffer.
+
+    Buffers lent to trajectories are reused once nothing else refers to them (the
+    trajectory and every view of it are gone, as after a trainer has copied it into its
+    own buffer): writing into fresh memory costs a page fault per page, more than the copy.
     """
+
+    _LENT_CHECKS = 2  # lent buffers examined per buffer needed
+    _LENT_MAX = 64  # at most this many lent buffers are watched; older ones are let go
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, slots: int, time: int):
         self.shape = shape
         self.dtype = dtype
         self.time = time
         self.buffers: list[np.ndarray | None] = [None] * slots
+        self._lent: deque[np.ndarray] = deque()
 
     def _buffer(self, slot: int) -> np.ndarray:
         buffer = self.buffers[slot]
         if buffer is None:
-            buffer = self.buffers[slot] = np.empty((self.time, *self.shape), self.dtype)
+            buffer = self._returned()
+            if buffer is None:
+                buffer = np.empty((self.time, *self.shape), self.dtype)
+            self.buffers[slot] = buffer
         return buffer
+
+    def _returned(self) -> np.ndarray | None:
+        """A lent buffer no one refers to any more, if one of the oldest is."""
+        lent = self._lent
+        for _ in range(min(self._LENT_CHECKS, len(lent))):
+            buffer = lent.popleft()
+            # References: ``buffer`` here and getrefcount's argument. Any view still held
+            # (numpy views keep their base alive) would add one.
+            if sys.getrefcount(buffer) == 2:
+                return buffer
+            lent.append(buffer)
+        return None
 
     def write(self, slots: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
         for k, (slot, row) in enumerate(zip(slots.tolist(), rows.tolist())):
@@ -202,6 +227,9 @@ class BufferedObs:
             else:
                 taken.append(buffer[:count])
                 self.buffers[slot] = None
+                self._lent.append(buffer)
+                if len(self._lent) > self._LENT_MAX:
+                    self._lent.popleft()
         return taken
 
     def grow_slots(self, capacity: int) -> None:
@@ -210,6 +238,7 @@ class BufferedObs:
     def grow_time(self, capacity: int) -> None:
         self.time = capacity
         self.buffers = [None if b is None else _grown(b, 0, capacity) for b in self.buffers]
+        self._lent.clear()
 
 
 ObsColumn = PackedObs | BufferedObs
