@@ -8,7 +8,10 @@ memory, episode reward and length) is held here, keyed by global agent id, so th
 stays a pure function.
 
 Work is done on the whole batch of agents of a step at once (see ``agent_table``); Python
-touches individual agents only to wrap each finished trajectory.
+touches individual agents only to wrap each finished trajectory, to copy large observations
+into their buffers, and in small scenes (at most ``_SMALL_BATCH`` agents deciding), where
+integer indexing one agent at a time beats fancy indexing the batch. Group ids and group
+rewards are written only once some agent of the behavior has been in a group.
 """
 
 from __future__ import annotations
@@ -123,7 +126,9 @@ class AgentProcessor:
             self._table = self._new_table(decision_steps, terminal_steps)
         table = self._table
         if not self._grouped:
-            self._grouped = _has_groups(decision_steps) or _has_groups(terminal_steps)
+            self._grouped = (n_decisions > 0 and _has_groups(decision_steps)) or (
+                n_terminals > 0 and _has_groups(terminal_steps)
+            )
         if previous_action is not None and len(previous_action) > 0:
             self._record_actions(table, worker_id, previous_action)
         if n_terminals > 0:
@@ -217,14 +222,11 @@ class AgentProcessor:
         else:
             slots = table.find(agent_keys(worker_id, info.agent_ids))
         steps, agent = table.steps, table.agent
-        kinds = [
-            (columns, last, actions, log_probs)
-            for columns, last, actions, log_probs in (
-                (steps.continuous, agent.last_continuous, info.continuous_actions, info.continuous_log_probs),
-                (steps.discrete, agent.last_discrete, info.discrete_actions, info.discrete_log_probs),
-            )
-            if columns.width
-        ]
+        kinds = []
+        if self._continuous_size:
+            kinds.append((steps.continuous, agent.last_continuous, info.continuous_actions, info.continuous_log_probs))
+        if self._branches:
+            kinds.append((steps.discrete, agent.last_discrete, info.discrete_actions, info.discrete_log_probs))
         if slots.shape[0] <= _SMALL_BATCH:
             count, acted, memory_state = agent.count, agent.acted, agent.memory_state
             for j, slot in enumerate(slots.tolist()):

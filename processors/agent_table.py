@@ -393,4 +393,7 @@ def take_rows(array: np.ndarray, slots: np.ndarray, length: int) -> np.ndarray:
     (for a zero-width field, a view of nothing: there is nothing to copy)."""
     if array.size == 0:
         return array[: slots.shape[0], :length]
+    if slots.shape[0] == 1:  # basic slicing and a copy: cheaper than fancy indexing
+        slot = int(slots[0])
+        return array[slot : slot + 1, :length].copy()
     return array[slots, :length]
