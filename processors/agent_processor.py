@@ -8,7 +8,10 @@ memory, episode reward and length) is held here, keyed by global agent id, so th
 stays a pure function.
 
 Work is done on the whole batch of agents of a step at once (see ``agent_table``); Python
-touches individual agents only to wrap each finished trajectory.
+touches individual agents only to wrap each finished trajectory, to copy large observations
+into their buffers, and in small scenes (at most ``_SMALL_BATCH`` agents deciding), where
+integer indexing one agent at a time beats fancy indexing the batch. Group ids and group
+rewards are written only once some agent of the behavior has been in a group.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from mlagents_envs.base_env import BehaviorSpec, DecisionSteps, TerminalSteps
 
-from processors.agent_table import AgentTable, agent_keys, split_key
+from processors.agent_table import AgentTable, agent_keys, split_key, take_rows
 from processors.behavior_id import get_global_agent_id
 from processors.queue import AgentManagerQueue
 from processors.trajectory import ActionInfo, Trajectory
@@ -29,7 +32,11 @@ CUMULATIVE_REWARD = "Environment/Cumulative Reward"
 EPISODE_LENGTH = "Environment/Episode Length"
 ENTROPY = "Policy/Entropy"
 
-_FLAG_FIELDS = ("done", "interrupted")
+_SMALL_BATCH = 4
+"""Decision and action batches of at most this many agents are recorded one agent at a
+time (integer indexing); larger ones with one fancy-indexed operation per field."""
+_ID_BITS = 32  # as processors.agent_table.agent_keys
+_ID_MASK = (1 << _ID_BITS) - 1
 
 
 def allowed_actions(decision_steps: DecisionSteps, mask_width: int) -> np.ndarray | None:
@@ -48,6 +55,11 @@ def _any(flags: np.ndarray) -> bool:
 
 def _all(flags: np.ndarray) -> bool:
     return np.count_nonzero(flags) == flags.size
+
+
+def _has_groups(steps: DecisionSteps | TerminalSteps) -> bool:
+    """Some agent of ``steps`` is in a group or got a group reward."""
+    return np.count_nonzero(steps.group_id) > 0 or np.count_nonzero(steps.group_reward) > 0
 
 
 class AgentProcessor:
@@ -80,6 +92,10 @@ class AgentProcessor:
         self._memory_size = int(getattr(policy, "memory_size", 0) or 0)
         self._observation_specs = spec.observation_specs
         self._table: AgentTable | None = None  # built at the first observations (their dtypes)
+        # Group ids and rewards are written from the first step that has any: until then
+        # the table's group columns are all zeros, which is what they would hold.
+        self._grouped = False
+        self._zero_groups = (np.zeros(0, np.int32), np.zeros(0, np.float32))
         # Per worker: the agent ids and slots of the latest decision, which the next
         # ActionInfo normally covers, so its lookup can be skipped.
         self._last_decision: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -103,15 +119,24 @@ class AgentProcessor:
         previous decision. Terminal rows are handled before decision rows, so an id in both
         ends an episode and starts a new one.
         """
-        if self._table is None and len(decision_steps) == 0 and len(terminal_steps) == 0:
-            return  # nobody has been seen yet, so no action can be pending either
-        table = self._table_for(decision_steps, terminal_steps)
+        n_decisions, n_terminals = len(decision_steps), len(terminal_steps)
+        if self._table is None:
+            if n_decisions == 0 and n_terminals == 0:
+                return  # nobody has been seen yet, so no action can be pending either
+            self._table = self._new_table(decision_steps, terminal_steps)
+        table = self._table
+        if not self._grouped:
+            self._grouped = (n_decisions > 0 and _has_groups(decision_steps)) or (
+                n_terminals > 0 and _has_groups(terminal_steps)
+            )
         if previous_action is not None and len(previous_action) > 0:
             self._record_actions(table, worker_id, previous_action)
-        if len(terminal_steps) > 0:
+        if n_terminals > 0:
             self._record_terminals(table, worker_id, terminal_steps)
-        if len(decision_steps) > 0:
+        if n_decisions > _SMALL_BATCH:
             self._record_decisions(table, worker_id, decision_steps)
+        elif n_decisions > 0:
+            self._record_few_decisions(table, worker_id, decision_steps)
 
     def end_episode(self) -> None:
         """A forced reset: publish what every agent collected, then forget every agent.
@@ -123,14 +148,14 @@ class AgentProcessor:
         if table is None or table.live_count == 0:
             return
         slots = table.live_slots()
-        counts = table.agent["count"][slots]
+        counts = table.agent.count[slots]
         has_steps = counts > 0
         emit, rows = slots[has_steps], counts[has_steps]
-        table.steps["done"][emit, rows - 1] = True
-        table.steps["interrupted"][emit, rows - 1] = True
+        table.steps.done[emit, rows - 1] = True
+        table.steps.interrupted[emit, rows - 1] = True
         self._report_episodes(table, slots, terminal_transition=np.zeros(slots.shape[0], bool))
         self._publish(table, emit, rows, self._pending_obs(table, emit, rows))
-        table.release(slots, _FLAG_FIELDS)
+        table.release(slots)
         self._last_decision.clear()
 
     def discard_worker(self, worker_id: int) -> None:
@@ -144,7 +169,7 @@ class AgentProcessor:
             return
         slots = table.live_slots()
         workers = table.slot_key[slots] >> 32
-        table.release(slots[workers == worker_id], _FLAG_FIELDS)
+        table.release(slots[workers == worker_id])
         self._last_decision.pop(worker_id, None)
 
     def get_memories(self, worker_id: int, agent_ids: np.ndarray) -> np.ndarray:
@@ -153,7 +178,7 @@ class AgentProcessor:
         if self._table is not None and self._memory_size:
             slots = self._table.find(agent_keys(worker_id, agent_ids))
             known = slots >= 0
-            out[known] = self._table.agent["memory_state"][slots[known]]
+            out[known] = self._table.agent.memory_state[slots[known]]
         return out
 
     def get_previous_actions(self, worker_id: int, agent_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -163,8 +188,8 @@ class AgentProcessor:
         if self._table is not None:
             slots = self._table.find(agent_keys(worker_id, agent_ids))
             known = slots >= 0
-            cont[known] = self._table.agent["last_continuous"][slots[known]]
-            disc[known] = self._table.agent["last_discrete"][slots[known]]
+            cont[known] = self._table.agent.last_continuous[slots[known]]
+            disc[known] = self._table.agent.last_discrete[slots[known]]
         return cont, disc
 
     def record_environment_stats(self, env_stats: Mapping[str, Sequence[tuple[float, Any]]], worker_id: int) -> None:
@@ -191,68 +216,91 @@ class AgentProcessor:
         last_ids, last_slots = self._last_decision.pop(worker_id, (None, None))
         if last_ids is not None and (last_ids is info.agent_ids or np.array_equal(last_ids, info.agent_ids)):
             slots = last_slots
+        elif len(info) <= _SMALL_BATCH:
+            slot_of, base = table.slot_of, worker_id << _ID_BITS
+            slots = np.array([slot_of.get(base | (i & _ID_MASK), -1) for i in info.agent_ids.tolist()], np.int64)
         else:
             slots = table.find(agent_keys(worker_id, info.agent_ids))
-        waiting = slots >= 0  # every live agent has an observation waiting for its action
-        everyone = _all(waiting)
-
-        def rows_of(values: np.ndarray) -> np.ndarray:
-            return values if everyone else values[waiting]
-
-        slots = rows_of(slots)
-        rows = table.agent["count"][slots]
         steps, agent = table.steps, table.agent
-        for kind, width, actions, log_probs in (
-            ("continuous", self._continuous_size, info.continuous_actions, info.continuous_log_probs),
-            ("discrete", len(self._branches), info.discrete_actions, info.discrete_log_probs),
-        ):
-            if width:
+        kinds = []
+        if self._continuous_size:
+            kinds.append((steps.continuous, agent.last_continuous, info.continuous_actions, info.continuous_log_probs))
+        if self._branches:
+            kinds.append((steps.discrete, agent.last_discrete, info.discrete_actions, info.discrete_log_probs))
+        if slots.shape[0] <= _SMALL_BATCH:
+            count, acted, memory_state = agent.count, agent.acted, agent.memory_state
+            for j, slot in enumerate(slots.tolist()):
+                if slot < 0:  # no observation waiting for this action
+                    continue
+                row = count[slot]
+                for columns, last, actions, log_probs in kinds:
+                    columns.previous[slot, row] = last[slot]
+                    columns.actions[slot, row] = actions[j]
+                    columns.log_probs[slot, row] = log_probs[j]
+                    last[slot] = actions[j]
+                if self._memory_size:
+                    memory_state[slot] = info.memories[j]
+                acted[slot] = True
+        else:
+            waiting = slots >= 0  # every live agent has an observation waiting for its action
+            everyone = _all(waiting)
+
+            def rows_of(values: np.ndarray) -> np.ndarray:
+                return values if everyone else values[waiting]
+
+            slots = rows_of(slots)
+            rows = agent.count[slots]
+            for columns, last, actions, log_probs in kinds:
                 actions = rows_of(actions)
-                steps[f"prev_{kind}"][slots, rows] = agent[f"last_{kind}"][slots]
-                steps[kind][slots, rows] = actions
-                steps[f"{kind}_log_prob"][slots, rows] = rows_of(log_probs)
-                agent[f"last_{kind}"][slots] = actions
-        if self._memory_size:
-            agent["memory_state"][slots] = rows_of(info.memories)
-        agent["acted"][slots] = True
+                columns.previous[slots, rows] = last[slots]
+                columns.actions[slots, rows] = actions
+                columns.log_probs[slots, rows] = rows_of(log_probs)
+                last[slots] = actions
+            if self._memory_size:
+                agent.memory_state[slots] = rows_of(info.memories)
+            agent.acted[slots] = True
         if info.entropy.shape[0]:
             self._stats_reporter.add_stats(ENTROPY, info.entropy)
 
     def _record_terminals(self, table: AgentTable, worker_id: int, terminal_steps: TerminalSteps) -> None:
         slots = table.find(agent_keys(worker_id, terminal_steps.agent_id))
         rewards, interrupted, obs = terminal_steps.reward, terminal_steps.interrupted, terminal_steps.obs
+        group_rewards = terminal_steps.group_reward
         known = slots >= 0
         if not _all(known):  # agents that never decided: nothing to record or free
             slots, rewards, interrupted = slots[known], rewards[known], interrupted[known]
+            group_rewards = group_rewards[known]
             obs = [o[known] for o in obs]
             if slots.shape[0] == 0:
                 return
         agent, steps = table.agent, table.steps
-        acted = agent["acted"][slots]
+        acted = agent.acted[slots]
         everyone_acted = _all(acted)
         if not everyone_acted:
             # An agent that collected steps but got no action for its last decision ends
             # without a terminal transition: its trajectory goes out as interrupted.
-            counts = agent["count"][slots]
+            counts = agent.count[slots]
             stranded = ~acted & (counts > 0)
             stranded_slots, stranded_counts = slots[stranded], counts[stranded]
-            steps["done"][stranded_slots, stranded_counts - 1] = True
-            steps["interrupted"][stranded_slots, stranded_counts - 1] = True
+            steps.done[stranded_slots, stranded_counts - 1] = True
+            steps.interrupted[stranded_slots, stranded_counts - 1] = True
             self._publish(
                 table, stranded_slots, stranded_counts, self._pending_obs(table, stranded_slots, stranded_counts)
             )
-            rewards, interrupted = rewards[acted], interrupted[acted]
+            rewards, interrupted, group_rewards = rewards[acted], interrupted[acted], group_rewards[acted]
             obs = [o[acted] for o in obs]
         completing = slots if everyone_acted else slots[acted]
-        rows = agent["count"][completing]
-        steps["reward"][completing, rows] = rewards
-        steps["done"][completing, rows] = True
-        steps["interrupted"][completing, rows] = interrupted
-        agent["episode_reward"][completing] += rewards
-        agent["episode_transitions"][completing] += 1
+        rows = agent.count[completing]
+        steps.reward[completing, rows] = rewards
+        steps.done[completing, rows] = True
+        steps.interrupted[completing, rows] = interrupted
+        if self._grouped:
+            steps.group_reward[completing, rows] = group_rewards
+        agent.episode_reward[completing] += rewards
+        agent.episode_transitions[completing] += 1
         self._report_episodes(table, slots, terminal_transition=acted)
         self._publish(table, completing, rows + 1, obs)
-        table.release(slots, _FLAG_FIELDS)
+        table.release(slots)
 
     def _record_decisions(self, table: AgentTable, worker_id: int, decision_steps: DecisionSteps) -> None:
         keys = agent_keys(worker_id, decision_steps.agent_id)
@@ -261,34 +309,89 @@ class AgentProcessor:
         if _any(new):
             slots[new] = table.allocate(keys[new])
         agent, steps = table.agent, table.steps
-        acted = agent["acted"][slots]
+        acted = agent.acted[slots]
         if _any(acted):
             everyone_acted = _all(acted)
             completing = slots if everyone_acted else slots[acted]
             rewards = decision_steps.reward if everyone_acted else decision_steps.reward[acted]
-            rows = agent["count"][completing]
-            steps["reward"][completing, rows] = rewards
+            rows = agent.count[completing]
+            steps.reward[completing, rows] = rewards
+            if self._grouped:
+                group_rewards = decision_steps.group_reward
+                steps.group_reward[completing, rows] = group_rewards if everyone_acted else group_rewards[acted]
             counts = rows + 1
-            agent["count"][completing] = counts
-            agent["episode_reward"][completing] += rewards
-            agent["episode_transitions"][completing] += 1
+            agent.count[completing] = counts
+            agent.episode_reward[completing] += rewards
+            agent.episode_transitions[completing] += 1
             longest = int(counts.max())
             if longest >= self._max_trajectory_length:
                 full = counts >= self._max_trajectory_length
                 full_rows = np.flatnonzero(acted)[full]
                 self._publish(table, completing[full], counts[full], [o[full_rows] for o in decision_steps.obs])
-                agent["count"][completing[full]] = 0
+                agent.count[completing[full]] = 0
             elif longest == table.time_capacity:
                 table.ensure_time(table.time_capacity + 1)
-        rows = agent["count"][slots]
-        for i, obs in enumerate(decision_steps.obs):
-            steps[f"obs_{i}"][slots, rows] = obs
+        rows = agent.count[slots]
+        for column, obs in zip(table.obs, decision_steps.obs):
+            column.write(slots, rows, obs)
         if self._mask_width:
-            steps["action_mask"][slots, rows] = self._allowed(decision_steps, slots.shape[0])
+            steps.action_mask[slots, rows] = self._allowed(decision_steps, slots.shape[0])
         if self._memory_size:
-            steps["memory"][slots, rows] = agent["memory_state"][slots]
-        agent["acted"][slots] = False
+            steps.memory[slots, rows] = agent.memory_state[slots]
+        if self._grouped:
+            steps.group_id[slots, rows] = decision_steps.group_id
+        agent.acted[slots] = False
         self._last_decision[worker_id] = (decision_steps.agent_id, slots)
+
+    def _record_few_decisions(self, table: AgentTable, worker_id: int, decision_steps: DecisionSteps) -> None:
+        """:meth:`_record_decisions` one agent at a time, for the few agents of a small scene:
+        integer indexing costs a fraction of a fancy-indexed operation on tiny batches."""
+        slot_of, base = table.slot_of, worker_id << _ID_BITS
+        keys = [base | (i & _ID_MASK) for i in decision_steps.agent_id.tolist()]
+        slot_list = [slot_of.get(key, -1) for key in keys]
+        if -1 in slot_list:
+            new = [key for key, slot in zip(keys, slot_list) if slot < 0]
+            fresh = iter(table.allocate(np.array(new, np.int64)).tolist())
+            slot_list = [next(fresh) if slot < 0 else slot for slot in slot_list]
+        agent, steps = table.agent, table.steps  # the agent arrays stay; step arrays may grow
+        count, acted, episode_reward, episode_transitions = (
+            agent.count, agent.acted, agent.episode_reward, agent.episode_transitions
+        )
+        rewards = decision_steps.reward.tolist()
+        grouped = self._grouped
+        if grouped:
+            group_rewards = decision_steps.group_reward.tolist()
+            group_ids = decision_steps.group_id.tolist()
+        allowed = self._allowed(decision_steps, len(slot_list)) if self._mask_width else None
+        horizon = self._max_trajectory_length
+        for j, slot in enumerate(slot_list):
+            row = int(count[slot])
+            if acted[slot]:
+                steps.reward[slot, row] = rewards[j]
+                if grouped:
+                    steps.group_reward[slot, row] = group_rewards[j]
+                row += 1
+                count[slot] = row
+                episode_reward[slot] += rewards[j]
+                episode_transitions[slot] += 1
+                if row >= horizon:
+                    self._publish(
+                        table, np.array([slot]), np.array([row]), [o[j : j + 1].copy() for o in decision_steps.obs]
+                    )
+                    row = 0
+                    count[slot] = 0
+                elif row == table.time_capacity:
+                    table.ensure_time(row + 1)
+                acted[slot] = False
+            for column, obs in zip(table.obs, decision_steps.obs):
+                column.write_one(slot, row, obs[j])
+            if allowed is not None:
+                steps.action_mask[slot, row] = allowed[j]
+            if self._memory_size:
+                steps.memory[slot, row] = agent.memory_state[slot]
+            if grouped:
+                steps.group_id[slot, row] = group_ids[j]
+        self._last_decision[worker_id] = (decision_steps.agent_id, np.array(slot_list, np.int64))
 
     # ------------------------------------------------------------------ helpers
 
@@ -302,18 +405,18 @@ class AgentProcessor:
 
         Every live agent's row ``count`` holds the observation of its latest decision.
         """
-        return [table.steps[f"obs_{i}"][slots, rows] for i in range(len(self._observation_specs))]
+        return [column.read(slots, rows) for column in table.obs]
 
     def _report_episodes(self, table: AgentTable, slots: np.ndarray, terminal_transition: np.ndarray) -> None:
         """Episode reward and length for agents whose episode ends now (if they acted in it).
 
         Episode length counts the episode's transitions but the terminal one, as ML-Agents.
         """
-        transitions = table.agent["episode_transitions"][slots]
+        transitions = table.agent.episode_transitions[slots]
         played = transitions > 0
         if not _any(played):
             return
-        rewards = table.agent["episode_reward"][slots][played]
+        rewards = table.agent.episode_reward[slots][played]
         lengths = transitions[played] - terminal_transition[played]
         self._stats_reporter.add_stats(CUMULATIVE_REWARD, rewards)
         self._stats_reporter.add_stats(EPISODE_LENGTH, lengths.astype(np.float64))
@@ -322,68 +425,76 @@ class AgentProcessor:
         """Wrap rows [0, count) of each slot as a Trajectory and put it on every queue."""
         if slots.shape[0] == 0:
             return
-        length = int(counts.max())
-        gathered = {name: table.gather(name, slots, length) for name in table.steps}
-        obs = [gathered[f"obs_{i}"] for i in range(len(self._observation_specs))]
+        count_list = counts.tolist()
+        length = max(count_list)
+        steps = table.steps
+        obs = [column.take(slots, count_list, length) for column in table.obs]
+        reward, done, interrupted, mask, memory = (
+            take_rows(a, slots, length)
+            for a in (steps.reward, steps.done, steps.interrupted, steps.action_mask, steps.memory)
+        )
+        cont, disc = steps.continuous, steps.discrete
+        cont_actions, cont_log_probs, cont_previous = (
+            take_rows(a, slots, length) for a in (cont.actions, cont.log_probs, cont.previous)
+        )
+        disc_actions, disc_log_probs, disc_previous = (
+            take_rows(a, slots, length) for a in (disc.actions, disc.log_probs, disc.previous)
+        )
+        if self._grouped:
+            ids, rewards = take_rows(steps.group_id, slots, length), take_rows(steps.group_reward, slots, length)
+            group_ids = [ids[k, :count] for k, count in enumerate(count_list)]
+            group_rewards = [rewards[k, :count] for k, count in enumerate(count_list)]
+        else:  # read-only zeros, shared
+            ids, rewards = self._no_group(length)
+            group_ids = [ids[:count] for count in count_list]
+            group_rewards = [rewards[:count] for count in count_list]
         keys = table.slot_key[slots].tolist()
         trajectories = [
             Trajectory(
                 behavior_id=self.behavior_id,
                 agent_id=get_global_agent_id(*split_key(key)),
-                obs=tuple(o[k, :count] for o in obs),
+                obs=tuple(o[k] for o in obs),
                 next_obs=tuple(o[k] for o in next_obs),
-                rewards=gathered["reward"][k, :count],
-                done=gathered["done"][k, :count],
-                interrupted=gathered["interrupted"][k, :count],
-                continuous_actions=gathered["continuous"][k, :count],
-                discrete_actions=gathered["discrete"][k, :count],
-                continuous_log_probs=gathered["continuous_log_prob"][k, :count],
-                discrete_log_probs=gathered["discrete_log_prob"][k, :count],
-                action_masks=gathered["action_mask"][k, :count],
-                prev_continuous_actions=gathered["prev_continuous"][k, :count],
-                prev_discrete_actions=gathered["prev_discrete"][k, :count],
-                memories=gathered["memory"][k, :count],
+                rewards=reward[k, :count],
+                done=done[k, :count],
+                interrupted=interrupted[k, :count],
+                continuous_actions=cont_actions[k, :count],
+                discrete_actions=disc_actions[k, :count],
+                continuous_log_probs=cont_log_probs[k, :count],
+                discrete_log_probs=disc_log_probs[k, :count],
+                action_masks=mask[k, :count],
+                prev_continuous_actions=cont_previous[k, :count],
+                prev_discrete_actions=disc_previous[k, :count],
+                memories=memory[k, :count],
+                group_id=group_ids[k],
+                group_rewards=group_rewards[k],
             )
-            for k, (count, key) in enumerate(zip(counts.tolist(), keys))
+            for k, (count, key) in enumerate(zip(count_list, keys))
         ]
         for trajectory_queue in self._trajectory_queues:
             trajectory_queue.put_many(trajectories)
 
-    def _table_for(self, decision_steps: DecisionSteps, terminal_steps: TerminalSteps) -> AgentTable:
-        if self._table is not None:
-            return self._table
-        sample = decision_steps if len(decision_steps) > 0 else terminal_steps
-        c, b, m, k = self._continuous_size, len(self._branches), self._mask_width, self._memory_size
-        step_fields: dict[str, tuple[tuple[int, ...], np.dtype]] = {
-            f"obs_{i}": (tuple(spec.shape), np.dtype(sample.obs[i].dtype))
-            for i, spec in enumerate(self._observation_specs)
-        }
-        step_fields.update(
-            reward=((), np.dtype(np.float32)),
-            done=((), np.dtype(bool)),
-            interrupted=((), np.dtype(bool)),
-            continuous=((c,), np.dtype(np.float32)),
-            discrete=((b,), np.dtype(np.int32)),
-            continuous_log_prob=((c,), np.dtype(np.float32)),
-            discrete_log_prob=((b,), np.dtype(np.float32)),
-            action_mask=((m,), np.dtype(bool)),
-            prev_continuous=((c,), np.dtype(np.float32)),
-            prev_discrete=((b,), np.dtype(np.int32)),
-            memory=((k,), np.dtype(np.float32)),
-        )
-        agent_fields = {
-            "count": ((), np.dtype(np.int64)),
-            "acted": ((), np.dtype(bool)),
-            "episode_reward": ((), np.dtype(np.float64)),
-            "episode_transitions": ((), np.dtype(np.int64)),
-            "last_continuous": ((c,), np.dtype(np.float32)),
-            "last_discrete": ((b,), np.dtype(np.int32)),
-            "memory_state": ((k,), np.dtype(np.float32)),
-        }
-        initial_slots = max(16, len(decision_steps) + len(terminal_steps))
-        self._table = AgentTable(step_fields, agent_fields, self._max_trajectory_length, initial_slots)
-        return self._table
+    def _no_group(self, length: int) -> tuple[np.ndarray, np.ndarray]:
+        """Read-only zeros, at least ``length`` long, for the group ids and group rewards of
+        trajectories while no agent of this behavior has been in a group."""
+        if self._zero_groups[0].shape[0] < length:
+            ids, rewards = np.zeros(length, np.int32), np.zeros(length, np.float32)
+            ids.flags.writeable = rewards.flags.writeable = False
+            self._zero_groups = (ids, rewards)
+        ids, rewards = self._zero_groups
+        return ids, rewards
 
+    def _new_table(self, decision_steps: DecisionSteps, terminal_steps: TerminalSteps) -> AgentTable:
+        sample = decision_steps if len(decision_steps) > 0 else terminal_steps
+        return AgentTable(
+            [(tuple(spec.shape), np.dtype(sample.obs[i].dtype)) for i, spec in enumerate(self._observation_specs)],
+            continuous_size=self._continuous_size,
+            branches=len(self._branches),
+            mask_width=self._mask_width,
+            memory_size=self._memory_size,
+            max_time=self._max_trajectory_length,
+            initial_slots=max(16, len(decision_steps) + len(terminal_steps)),
+        )
 
 class AgentManager(AgentProcessor):
     """An AgentProcessor with its own queues: trajectories out, policies back in.

@@ -3,7 +3,8 @@
 Shape convention: ``T`` is time (steps of one agent, axis 0), ``N`` agents in one batch,
 ``c`` continuous action size, ``b`` discrete branches, ``m`` total discrete choices (sum of
 branch sizes), ``k`` recurrent memory size. Fields that an action spec lacks are present
-with width 0 (``[T, 0]``), so consumers never branch on ``None``.
+with width 0 (``[T, 0]``), so consumers never branch on ``None``; an agent outside any
+group has group id 0 and group rewards 0 at every step.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class AgentExperience(NamedTuple):
     prev_continuous_action: np.ndarray  # [c], zeros at episode start
     prev_discrete_action: np.ndarray  # [b], zeros at episode start
     memory: np.ndarray  # [k] the memory fed to the policy with ``obs``
+    group_id: int  # the agent's group when it saw ``obs`` (0: no group)
+    group_reward: float  # the group reward that came with ``reward``
 
 
 @attrs.frozen(slots=True, eq=False)
@@ -61,6 +64,16 @@ class Trajectory:
     prev_continuous_actions: np.ndarray  # [T, c] float32
     prev_discrete_actions: np.ndarray  # [T, b] int32
     memories: np.ndarray  # [T, k] float32
+    # Unity's multi-agent groups. ``group_id[t]`` is the agent's group in the step where it
+    # saw ``obs[t]`` (0: no group); ``group_rewards[t]`` is the group reward that came with
+    # ``rewards[t]`` (from the agent's next DecisionSteps/TerminalSteps row). Zeros when
+    # left out.
+    group_id: np.ndarray = attrs.field(
+        default=attrs.Factory(lambda self: np.zeros(self.rewards.shape[0], np.int32), takes_self=True)
+    )  # [T] int32
+    group_rewards: np.ndarray = attrs.field(
+        default=attrs.Factory(lambda self: np.zeros(self.rewards.shape[0], np.float32), takes_self=True)
+    )  # [T] float32
 
     @property
     def length(self) -> int:
@@ -95,6 +108,8 @@ class Trajectory:
             prev_continuous_action=self.prev_continuous_actions[t],
             prev_discrete_action=self.prev_discrete_actions[t],
             memory=self.memories[t],
+            group_id=int(self.group_id[t]),
+            group_reward=float(self.group_rewards[t]),
         )
 
     def experiences(self) -> Iterator[AgentExperience]:

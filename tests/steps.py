@@ -35,8 +35,20 @@ def fake_policy(spec: BehaviorSpec, memory_size: int = 0) -> SimpleNamespace:
     return SimpleNamespace(behavior_spec=spec, memory_size=memory_size)
 
 
+def _groups(n: int, group_ids: Sequence[int] | None, group_rewards: Sequence[float] | None) -> tuple:
+    return (
+        np.zeros(n, np.int32) if group_ids is None else np.asarray(group_ids, np.int32).reshape(n),
+        np.zeros(n, np.float32) if group_rewards is None else np.asarray(group_rewards, np.float32).reshape(n),
+    )
+
+
 def decision_steps(
-    ids: Sequence[int], obs: Sequence[np.ndarray], rewards: Sequence[float], masks: Sequence[np.ndarray] | None = None
+    ids: Sequence[int],
+    obs: Sequence[np.ndarray],
+    rewards: Sequence[float],
+    masks: Sequence[np.ndarray] | None = None,
+    group_ids: Sequence[int] | None = None,
+    group_rewards: Sequence[float] | None = None,
 ) -> DecisionSteps:
     n = len(ids)
     return DecisionSteps(
@@ -44,13 +56,17 @@ def decision_steps(
         np.asarray(rewards, np.float32).reshape(n),
         np.asarray(ids, np.int32).reshape(n),
         None if masks is None else [np.asarray(m, bool) for m in masks],
-        np.zeros(n, np.int32),
-        np.zeros(n, np.float32),
+        *_groups(n, group_ids, group_rewards),
     )
 
 
 def terminal_steps(
-    ids: Sequence[int], obs: Sequence[np.ndarray], rewards: Sequence[float], interrupted: Sequence[bool]
+    ids: Sequence[int],
+    obs: Sequence[np.ndarray],
+    rewards: Sequence[float],
+    interrupted: Sequence[bool],
+    group_ids: Sequence[int] | None = None,
+    group_rewards: Sequence[float] | None = None,
 ) -> TerminalSteps:
     n = len(ids)
     return TerminalSteps(
@@ -58,22 +74,33 @@ def terminal_steps(
         np.asarray(rewards, np.float32).reshape(n),
         np.asarray(interrupted, bool).reshape(n),
         np.asarray(ids, np.int32).reshape(n),
-        np.zeros(n, np.int32),
-        np.zeros(n, np.float32),
+        *_groups(n, group_ids, group_rewards),
     )
 
 
-def vector_steps(ids: Sequence[int], values: Sequence[float], rewards: Sequence[float]) -> DecisionSteps:
+def vector_steps(
+    ids: Sequence[int],
+    values: Sequence[float],
+    rewards: Sequence[float],
+    group_ids: Sequence[int] | None = None,
+    group_rewards: Sequence[float] | None = None,
+) -> DecisionSteps:
     """DecisionSteps of a (2,) vector observation filled with ``values`` per agent."""
     obs = np.repeat(np.asarray(values, np.float32).reshape(-1, 1), 2, axis=1)
-    return decision_steps(ids, [obs], rewards)
+    return decision_steps(ids, [obs], rewards, group_ids=group_ids, group_rewards=group_rewards)
 
 
 def vector_terminals(
-    ids: Sequence[int], values: Sequence[float], rewards: Sequence[float], interrupted: Sequence[bool] | None = None
+    ids: Sequence[int],
+    values: Sequence[float],
+    rewards: Sequence[float],
+    interrupted: Sequence[bool] | None = None,
+    group_ids: Sequence[int] | None = None,
+    group_rewards: Sequence[float] | None = None,
 ) -> TerminalSteps:
     obs = np.repeat(np.asarray(values, np.float32).reshape(-1, 1), 2, axis=1)
-    return terminal_steps(ids, [obs], rewards, [False] * len(ids) if interrupted is None else interrupted)
+    flags = [False] * len(ids) if interrupted is None else interrupted
+    return terminal_steps(ids, [obs], rewards, flags, group_ids, group_rewards)
 
 
 NO_TERMINALS = vector_terminals([], [], [])

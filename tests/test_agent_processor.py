@@ -376,3 +376,77 @@ def test_experience_views_match_arrays():
     assert steps[1].prev_continuous_action.tolist() == [0.0]
     assert steps[1].done and steps[1].interrupted
     assert not steps[0].done
+
+
+def test_grouped_agent_records_group_id_of_its_decision_and_following_group_reward():
+    manager = make_manager()
+    for t, (group, group_reward) in enumerate([(3, 0.0), (3, 0.5), (4, 0.25)]):
+        previous = None if t == 0 else action_info([1], [[float(t)]])
+        steps = vector_steps([1], [float(t)], [float(t)], group_ids=[group], group_rewards=[group_reward])
+        manager.add_experiences(steps, NO_TERMINALS, 0, previous)
+    manager.end_episode()
+    (trajectory,) = drain(manager.trajectory_queue)
+    assert trajectory.group_id.dtype == np.int32 and trajectory.group_rewards.dtype == np.float32
+    assert trajectory.group_id.tolist() == [3, 3]  # the group of the step where the agent saw obs[t]
+    assert trajectory.group_rewards.tolist() == [0.5, 0.25]  # what came with rewards[t]
+    assert trajectory.rewards.tolist() == [1.0, 2.0]
+
+
+def test_group_reward_arriving_with_terminal_step():
+    manager = make_manager(horizon=2)
+    manager.add_experiences(vector_steps([5], [0.0], [0.0], group_ids=[2]), NO_TERMINALS, 0, None)
+    manager.add_experiences(
+        vector_steps([5], [1.0], [0.0], group_ids=[2], group_rewards=[0.0]), NO_TERMINALS, 0, action_info([5], [[0.0]])
+    )
+    manager.add_experiences(
+        vector_steps([], [], []),
+        vector_terminals([5], [2.0], [1.0], group_ids=[2], group_rewards=[10.0]),
+        0,
+        action_info([5], [[0.0]]),
+    )
+    (trajectory,) = drain(manager.trajectory_queue)
+    assert trajectory.done.tolist() == [False, True]
+    assert trajectory.group_id.tolist() == [2, 2]
+    assert trajectory.group_rewards.tolist() == [0.0, 10.0]
+    assert trajectory.experience(1).group_reward == 10.0 and trajectory.experience(1).group_id == 2
+
+
+def test_ungrouped_agents_get_zeros_beside_grouped_ones_and_alone():
+    alone = make_manager()
+    run_steps(alone, 3)
+    alone.end_episode()
+    (trajectory,) = drain(alone.trajectory_queue)
+    assert trajectory.group_id.tolist() == [0, 0] and trajectory.group_rewards.tolist() == [0.0, 0.0]
+    assert trajectory.group_id.dtype == np.int32 and trajectory.group_rewards.dtype == np.float32
+
+    for agents in (2, 6):  # the per-agent path and the batched path
+        manager = make_manager()
+        ids = list(range(agents))
+        groups = [7 if i == 0 else 0 for i in ids]
+        for t in range(3):
+            previous = None if t == 0 else action_info(ids, [[0.0]] * agents)
+            group_rewards = [float(t) if i == 0 else 0.0 for i in ids]
+            steps = vector_steps(ids, [float(t)] * agents, [1.0] * agents, groups, group_rewards)
+            manager.add_experiences(steps, NO_TERMINALS, 0, previous)
+        manager.end_episode()
+        by_agent = {tr.agent_id: tr for tr in drain(manager.trajectory_queue)}
+        assert by_agent["agent_0-0"].group_id.tolist() == [7, 7]
+        assert by_agent["agent_0-0"].group_rewards.tolist() == [1.0, 2.0]
+        for i in ids[1:]:
+            assert by_agent[f"agent_0-{i}"].group_id.tolist() == [0, 0]
+            assert by_agent[f"agent_0-{i}"].group_rewards.tolist() == [0.0, 0.0]
+
+
+def test_group_joined_mid_trajectory_keeps_earlier_steps_ungrouped():
+    for agents in (1, 6):
+        manager = make_manager()
+        ids = list(range(agents))
+        for t in range(4):
+            previous = None if t == 0 else action_info(ids, [[0.0]] * agents)
+            group, group_reward = (0, 0.0) if t < 2 else (9, 0.5)
+            steps = vector_steps(ids, [float(t)] * agents, [1.0] * agents, [group] * agents, [group_reward] * agents)
+            manager.add_experiences(steps, NO_TERMINALS, 0, previous)
+        manager.end_episode()
+        for trajectory in drain(manager.trajectory_queue):
+            assert trajectory.group_id.tolist() == [0, 0, 9]
+            assert trajectory.group_rewards.tolist() == [0.0, 0.5, 0.5]

@@ -27,6 +27,8 @@ class RefStep:
     action: tuple[float, int]
     prev: tuple[float, int]
     reward: float
+    group: int
+    group_reward: float
     done: bool = False
     interrupted: bool = False
 
@@ -35,6 +37,7 @@ class RefStep:
 class RefAgent:
     obs: float
     mask: tuple[bool, ...]
+    group: int
     action: tuple[float, int] | None = None
     prev: tuple[float, int] = (0.0, 0)
     last: tuple[float, int] = (0.0, 0)
@@ -62,12 +65,18 @@ class Reference:
             if agent is not None:
                 agent.action, agent.prev, agent.last = action, agent.last, action
 
-    def terminal(self, worker: int, agent_id: int, obs: float, reward: float, interrupted: bool) -> None:
+    def terminal(
+        self, worker: int, agent_id: int, obs: float, reward: float, interrupted: bool, group_reward: float
+    ) -> None:
         agent = self.agents.pop((worker, agent_id), None)
         if agent is None:
             return
         if agent.action is not None:
-            agent.steps.append(RefStep(agent.obs, agent.mask, agent.action, agent.prev, reward, True, interrupted))
+            agent.steps.append(
+                RefStep(
+                    agent.obs, agent.mask, agent.action, agent.prev, reward, agent.group, group_reward, True, interrupted
+                )
+            )
             agent.episode_reward += reward
             self._emit((worker, agent_id), agent.steps, obs)
             self.episodes.append((agent.episode_reward, agent.transitions))
@@ -77,24 +86,31 @@ class Reference:
     def _close_interrupted(self, key: tuple[int, int], agent: RefAgent) -> None:
         if agent.steps:
             last = agent.steps[-1]
-            agent.steps[-1] = RefStep(last.obs, last.mask, last.action, last.prev, last.reward, True, True)
+            agent.steps[-1] = RefStep(
+                last.obs, last.mask, last.action, last.prev, last.reward, last.group, last.group_reward, True, True
+            )
             self._emit(key, agent.steps, agent.obs)
         if agent.transitions:
             self.episodes.append((agent.episode_reward, agent.transitions))
 
-    def decision(self, worker: int, agent_id: int, obs: float, reward: float, mask: tuple[bool, ...]) -> None:
+    def decision(
+        self, worker: int, agent_id: int, obs: float, reward: float, mask: tuple[bool, ...], group: int,
+        group_reward: float,
+    ) -> None:
         agent = self.agents.get((worker, agent_id))
         if agent is None:
-            self.agents[(worker, agent_id)] = RefAgent(obs, mask)
+            self.agents[(worker, agent_id)] = RefAgent(obs, mask, group)
             return
         if agent.action is not None:
-            agent.steps.append(RefStep(agent.obs, agent.mask, agent.action, agent.prev, reward))
+            agent.steps.append(
+                RefStep(agent.obs, agent.mask, agent.action, agent.prev, reward, agent.group, group_reward)
+            )
             agent.episode_reward += reward
             agent.transitions += 1
             if len(agent.steps) == self.horizon:
                 self._emit((worker, agent_id), agent.steps, obs)
                 agent.steps = []
-        agent.obs, agent.mask, agent.action = obs, mask, None
+        agent.obs, agent.mask, agent.action, agent.group = obs, mask, None, group
 
     def end_episode(self) -> None:
         for key, agent in self.agents.items():
@@ -110,6 +126,8 @@ def trajectory_record(trajectory) -> tuple:
             action=(float(trajectory.continuous_actions[t, 0]), int(trajectory.discrete_actions[t, 0])),
             prev=(float(trajectory.prev_continuous_actions[t, 0]), int(trajectory.prev_discrete_actions[t, 0])),
             reward=float(trajectory.rewards[t]),
+            group=int(trajectory.group_id[t]),
+            group_reward=float(trajectory.group_rewards[t]),
             done=bool(trajectory.done[t]),
             interrupted=bool(trajectory.interrupted[t]),
         )
@@ -123,7 +141,10 @@ def trajectory_record(trajectory) -> tuple:
 def test_random_interleavings_match_reference(data):
     horizon = data.draw(st.integers(1, 4), label="horizon")
     workers = data.draw(st.integers(1, 2), label="workers")
-    spec = behavior_spec(continuous=1, branches=(BRANCH,))
+    # 2 floats are packed in the table; 1100 (4400 bytes) go to per-agent buffers as images do.
+    width = data.draw(st.sampled_from([2, 1100]), label="obs width")
+    grouped = data.draw(st.booleans(), label="groups")
+    spec = behavior_spec(obs_shapes=((width,),), continuous=1, branches=(BRANCH,))
     reporter = StatsReporter("B")
     manager = AgentManager(fake_policy(spec), "B?team=0", reporter, horizon, threaded=False)
     reference = Reference(horizon)
@@ -157,7 +178,8 @@ def test_random_interleavings_match_reference(data):
             fate = data.draw(st.sampled_from(["decide", "decide", "absent", "end", "interrupt", "end_and_return"]))
             counter += 1
             if fate in ("end", "interrupt", "end_and_return"):
-                terminal_rows.append((agent, float(counter), float(counter % 7 - 3), fate == "interrupt"))
+                group_reward = float(counter % 3) if grouped else 0.0
+                terminal_rows.append((agent, float(counter), float(counter % 7 - 3), fate == "interrupt", group_reward))
                 if fate == "end_and_return":  # Unity resets the agent at once, under the same id
                     decision_rows.append(agent)
                     survivors.append(agent)
@@ -165,7 +187,7 @@ def test_random_interleavings_match_reference(data):
                 survivors.append(agent)
                 if fate == "decide":
                     decision_rows.append(agent)
-        for _ in range(data.draw(st.integers(0, 2), label="spawned")):
+        for _ in range(data.draw(st.integers(0, 3), label="spawned")):
             survivors.append(next_id[w])
             decision_rows.append(next_id[w])
             next_id[w] += 1
@@ -174,29 +196,35 @@ def test_random_interleavings_match_reference(data):
         for agent in decision_rows:
             counter += 1
             mask = tuple(data.draw(st.lists(st.booleans(), min_size=BRANCH, max_size=BRANCH), label="mask"))
-            decisions.append((agent, float(counter), float(counter % 5 - 2), mask))
+            group = data.draw(st.integers(0, 2), label="group") if grouped else 0
+            group_reward = float(counter % 4) / 2 if grouped else 0.0
+            decisions.append((agent, float(counter), float(counter % 5 - 2), mask, group, group_reward))
 
         ds = decision_steps(
             [d[0] for d in decisions],
-            [np.repeat(np.array([d[1] for d in decisions], np.float32).reshape(-1, 1), 2, axis=1)],
+            [np.repeat(np.array([d[1] for d in decisions], np.float32).reshape(-1, 1), width, axis=1)],
             [d[2] for d in decisions],
             masks=[np.array([d[3] for d in decisions], bool).reshape(-1, BRANCH)],
+            group_ids=[d[4] for d in decisions],
+            group_rewards=[d[5] for d in decisions],
         )
         ts = terminal_steps(
             [t[0] for t in terminal_rows],
-            [np.repeat(np.array([t[1] for t in terminal_rows], np.float32).reshape(-1, 1), 2, axis=1)],
+            [np.repeat(np.array([t[1] for t in terminal_rows], np.float32).reshape(-1, 1), width, axis=1)],
             [t[2] for t in terminal_rows],
             [t[3] for t in terminal_rows],
+            group_ids=[0] * len(terminal_rows),
+            group_rewards=[t[4] for t in terminal_rows],
         )
         manager.add_experiences(ds, ts, w, info)
         collect()
 
         reference.act(w, acted, actions)
-        for agent, obs, reward, interrupted in terminal_rows:
-            reference.terminal(w, agent, obs, reward, interrupted)
-        for agent, obs, reward, mask in decisions:
+        for agent, obs, reward, interrupted, group_reward in terminal_rows:
+            reference.terminal(w, agent, obs, reward, interrupted, group_reward)
+        for agent, obs, reward, mask, group, group_reward in decisions:
             # The processor stores masks as "allowed"; Unity sends "not allowed".
-            reference.decision(w, agent, obs, reward, tuple(not m for m in mask))
+            reference.decision(w, agent, obs, reward, tuple(not m for m in mask), group, group_reward)
         deciding[w] = [d[0] for d in decisions]
 
     manager.end_episode()
