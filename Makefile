@@ -23,6 +23,9 @@ train: $(STAMP)
 	@echo "TensorBoard: $(VENV)/bin/tensorboard --logdir results"
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)

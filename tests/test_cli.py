@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -47,6 +48,7 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_basic_trains_above_threshold_with_complete_results(tmp_path):
     config = basic_config(tmp_path, 20_000)
     result = run_cli(tmp_path, str(config), "--run-id=basic", "--env", "builtin:Basic", "--num-areas", "8",
@@ -96,6 +98,7 @@ def test_basic_trains_above_threshold_with_complete_results(tmp_path):
     assert "has already finished (Basic: 20000 of 20000 steps)" in again.stderr
 
 
+@pytest.mark.slow
 def test_sigint_saves_and_resume_continues_from_the_saved_step(tmp_path):
     config = basic_config(tmp_path, 16_000, threaded=True)
     args = [sys.executable, "-m", "orchestration.cli", str(config), "--run-id=stop", "--num-areas", "8", "--seed", "1"]
@@ -150,6 +153,7 @@ def test_env_path_that_does_not_exist(tmp_path):
     assert "unknown built-in environment 'Nope'" in line and "builtin:3DBall" in line
 
 
+@pytest.mark.slow
 def test_port_in_use(tmp_path):
     from tests.support.standin import write_launcher
 

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from tests.test_cli import REPO, basic_config, one_line_error, run_cli
+
+pytestmark = pytest.mark.slow  # trains policies / runs the CLI in subprocesses
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

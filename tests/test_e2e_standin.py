@@ -14,7 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
+
+pytestmark = pytest.mark.slow  # trains policies / runs the CLI in subprocesses
 
 BALANCE = {
     "behaviors": {

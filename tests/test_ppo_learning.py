@@ -4,9 +4,12 @@ reward that means "solved", with controls that must not get there."""
 from __future__ import annotations
 
 import attrs
+import pytest
 
 from tests.support.learning import train_builtin
 from trainers.settings import TrainerSettings, load_run_options
+
+pytestmark = pytest.mark.slow  # trains policies / runs the CLI in subprocesses
 
 
 def train(env_name: str, settings: TrainerSettings, *, seed: int = 1, num_areas: int = 1) -> list[float]:
