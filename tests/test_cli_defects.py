@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from stats import STATS_WRITER_GROUP
+from tests.support.plugins import write_fake_plugin
 from tests.test_cli import REPO, basic_config, one_line_error, run_cli
 
 pytestmark = pytest.mark.slow  # trains policies / runs the CLI in subprocesses
@@ -94,17 +96,14 @@ def test_deeply_nested_yaml(tmp_path):
 def test_a_stats_writer_plugin_that_raises_is_one_line(tmp_path):
     site = tmp_path / "site"
     site.mkdir()
-    (site / "noisy.py").write_text(
+    source = (
         "from stats import StatsWriter\n"
         "class Noisy(StatsWriter):\n"
         "    def write_stats(self, category, values, step):\n"
         "        raise ConnectionError('dashboard unreachable')\n"
         "def writers(options):\n    return [Noisy()]\n"
     )
-    dist = site / "noisy-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: noisy\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[agents_learn.stats_writer]\nnoisy = noisy:writers\n")
+    write_fake_plugin(site, "noisy", source, STATS_WRITER_GROUP, {"noisy": "noisy:writers"})
     env = {**os.environ, "PYTHONPATH": str(site)}
     result = subprocess.run([sys.executable, "-m", "orchestration.cli", str(basic_config(tmp_path, 3_000)),
                              "--run-id=noisy"], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)

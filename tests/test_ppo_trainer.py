@@ -13,10 +13,11 @@ import torch
 from processors import AgentManagerQueue, Trajectory
 from stats import StatsHub, StatsReporter, StatsWriter
 from tests.steps import behavior_spec
+from tests.support.plugins import write_fake_plugin
 from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus, load_state
 from trainers.exceptions import CheckpointError, ConfigError, TrainerError, UnknownTrainerTypeError
 from trainers.ppo import PPO
-from trainers.registry import TrainerRegistry
+from trainers.registry import TRAINER_TYPE_GROUP, TrainerRegistry
 from trainers.settings import (
     CuriositySettings,
     ExtrinsicSettings,
@@ -308,16 +309,13 @@ def test_registry_names_missing_trainer_type():
 
 
 def test_registry_loads_trainer_plugins_from_entry_points(tmp_path, monkeypatch):
-    (tmp_path / "myplugin.py").write_text(
+    source = (
         "from trainers.ppo import PPO\n"
         "from trainers.settings import PPOSettings\n"
         "class MyPPO(PPO):\n    pass\n"
         "def register():\n    return {'my_ppo': MyPPO}, {'my_ppo': PPOSettings}\n"
     )
-    dist = tmp_path / "myplugin-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: myplugin\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text("[agents_learn.trainer_type]\nmy_ppo = myplugin:register\n")
+    write_fake_plugin(tmp_path, "myplugin", source, TRAINER_TYPE_GROUP, {"my_ppo": "myplugin:register"})
     monkeypatch.syspath_prepend(str(tmp_path))
     registry = TrainerRegistry.with_plugins()
     assert registry.hyperparameter_types["my_ppo"] is PPOSettings

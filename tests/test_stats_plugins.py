@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from stats import STATS_WRITER_GROUP, StatsWriter, StatsWriterPluginError, load_stats_writer_plugins
+from tests.support.plugins import write_fake_plugin
 
 
 def install_fake_plugin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str, source: str, entry_points: dict[str, str]
 ) -> None:
-    """Write ``<module>.py`` and ``fake_plugin_<module>-1.0.dist-info`` into tmp_path, put it on sys.path."""
-    (tmp_path / f"{module}.py").write_text(textwrap.dedent(source))
-    dist = tmp_path / f"fake_plugin_{module}-1.0.dist-info"
-    dist.mkdir()
-    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: fake-plugin-{module}\nVersion: 1.0\n")
-    body = "".join(f"{name} = {target}\n" for name, target in entry_points.items())
-    (dist / "entry_points.txt").write_text(f"[{STATS_WRITER_GROUP}]\n{body}")
+    """Write ``<module>.py`` and its dist-info into tmp_path, put it on sys.path."""
+    write_fake_plugin(tmp_path, module, source, STATS_WRITER_GROUP, entry_points)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, module, raising=False)
 
