@@ -532,6 +532,9 @@ class _Protocol:
     """The message classes and enum values the stand-in needs, from mlagents_envs."""
 
     def __init__(self) -> None:
+        import envs.unity  # noqa: F401  (registers the protocol modules for this protobuf)
+
+        # isort: split
         from mlagents_envs.communicator_objects import (
             brain_parameters_pb2,
             command_pb2,
@@ -539,8 +542,6 @@ class _Protocol:
             space_type_pb2,
             unity_message_pb2,
         )
-
-        import envs.unity  # noqa: F401  (registers the protocol modules for this protobuf)
 
         self.UnityMessageProto = unity_message_pb2.UnityMessageProto
         self.BrainParametersProto = brain_parameters_pb2.BrainParametersProto
