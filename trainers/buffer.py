@@ -23,7 +23,7 @@ class PPOBatch(NamedTuple):
     action_masks: Tensor  # [B, m] bool, True = allowed
     continuous_actions: Tensor  # [B, c]
     discrete_actions: Tensor  # [B, b] int64
-    old_log_probs: Tensor  # [B] joint log-probability when the data was collected
+    old_log_probs: Tensor  # [B, c + b] log-probability per continuous dim and discrete branch when collected
     advantages: Tensor  # [B] summed over reward signals, normalised over the buffer
     returns: dict[str, Tensor]  # reward signal -> [B] lambda-returns
     old_values: dict[str, Tensor]  # reward signal -> [B] value estimates when collected
@@ -57,7 +57,7 @@ class UpdateBuffer:
             "action_masks": np.zeros((capacity, mask_width), bool),
             "continuous_actions": np.zeros((capacity, continuous_size), np.float32),
             "discrete_actions": np.zeros((capacity, len(discrete_branches)), np.int64),
-            "old_log_probs": np.zeros(capacity, np.float32),
+            "old_log_probs": np.zeros((capacity, continuous_size + len(discrete_branches)), np.float32),
             "advantages": np.zeros(capacity, np.float32),
         }
         for name in self._stream_names:
@@ -88,9 +88,8 @@ class UpdateBuffer:
         fields["action_masks"][rows] = trajectory.action_masks
         fields["continuous_actions"][rows] = trajectory.continuous_actions
         fields["discrete_actions"][rows] = trajectory.discrete_actions
-        fields["old_log_probs"][rows] = trajectory.continuous_log_probs.sum(axis=1) + trajectory.discrete_log_probs.sum(
-            axis=1
-        )
+        fields["old_log_probs"][rows, : trajectory.continuous_log_probs.shape[1]] = trajectory.continuous_log_probs
+        fields["old_log_probs"][rows, trajectory.continuous_log_probs.shape[1] :] = trajectory.discrete_log_probs
         fields["advantages"][rows] = advantages
         for name in self._stream_names:
             fields[f"returns/{name}"][rows] = returns[name]

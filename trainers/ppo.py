@@ -5,7 +5,9 @@ Per trajectory: update the observation normalisers, estimate values of every ste
 ``next_obs`` unless the episode truly terminated) and buffer the samples. When the buffer
 holds more than ``buffer_size`` samples: ``num_epoch`` passes over shuffled minibatches of
 ``batch_size``, minimising policy loss + 0.5 * value loss - beta * entropy, with learning
-rate, beta and epsilon following their schedules over ``max_steps``.
+rate, beta and epsilon following their schedules over ``max_steps``. As in ML-Agents, the
+policy loss clips one ratio per action dimension (each continuous dimension, each discrete
+branch), from the per-dimension log-probs kept in the buffer.
 """
 
 from __future__ import annotations
@@ -179,7 +181,7 @@ class PPOTrainer(Trainer):
         continuous_log_probs, discrete_log_probs, entropy = self.policy.actor.evaluate_actions(
             list(batch.obs), batch.action_masks, batch.continuous_actions, batch.discrete_actions
         )
-        log_probs = continuous_log_probs.sum(dim=1) + discrete_log_probs.sum(dim=1)
+        log_probs = torch.cat([continuous_log_probs, discrete_log_probs], dim=1)  # [B, c + b]: per-dimension ratios
         values = self.critic(list(batch.obs))
         value_loss = torch.stack(
             [clipped_value_loss(values[name], batch.old_values[name], batch.returns[name], epsilon) for name in values]
