@@ -188,11 +188,11 @@ def test_log_probs_and_entropy_against_torch_distributions_on_hand_case():
     full = torch.distributions.Categorical(logits=torch.tensor([1.0, 2.0, 0.5]))
     allowed = torch.distributions.Categorical(logits=torch.tensor([1.0, 0.5]))  # action 1 masked
     torch.testing.assert_close(d_lp[:, 0], torch.stack([full.log_prob(torch.tensor(1)), allowed.log_prob(torch.tensor(1))]))
-    gaussian_entropy = normal.entropy().sum()
+    gaussian_entropy = normal.entropy().mean()  # ML-Agents: mean over continuous dims, + each branch's
     torch.testing.assert_close(ent, torch.stack([gaussian_entropy + full.entropy(), gaussian_entropy + allowed.entropy()]))
     # by hand: N(., sigma) entropy is 0.5 log(2 pi e sigma^2); two equal-ish logits 1 and 0.5
     p = np.exp([1.0, 0.5]) / np.exp([1.0, 0.5]).sum()
-    hand = sum(0.5 * math.log(2 * math.pi * math.e) + s for s in (0.3, -0.7)) - float((p * np.log(p)).sum())
+    hand = sum(0.5 * math.log(2 * math.pi * math.e) + s for s in (0.3, -0.7)) / 2 - float((p * np.log(p)).sum())
     assert float(ent[1].detach()) == pytest.approx(hand, rel=1e-6)
 
 
@@ -241,8 +241,8 @@ def test_continuous_only_and_discrete_only_have_empty_other_half():
         (log_probs,) = disc(obs).log_probs
     assert a.discrete.shape == (6, 0) and a.discrete_log_probs.shape == (6, 0)
     assert b.continuous.shape == (6, 0) and b.continuous_log_probs.shape == (6, 0)
-    # state-independent std: every row has the same Gaussian entropy 2 * 0.5 log(2 pi e)
-    torch.testing.assert_close(a.entropy, torch.full((6,), math.log(2 * math.pi * math.e)))
+    # state-independent std: every row has the same Gaussian entropy, mean of 0.5 log(2 pi e) per dim
+    torch.testing.assert_close(a.entropy, torch.full((6,), 0.5 * math.log(2 * math.pi * math.e)))
     torch.testing.assert_close(b.entropy, torch.distributions.Categorical(logits=log_probs).entropy())
     assert bool((b.entropy > 0).all()) and bool((b.entropy <= math.log(4) + 1e-6).all())
 

@@ -6,20 +6,14 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from tests.support.learning import train_builtin
-from trainers.settings import TrainerSettings, load_run_options
+from tests.support.learning import config, train_builtin
 
-pytestmark = pytest.mark.slow  # trains policies / runs the CLI in subprocesses
-
-
-def train(env_name: str, settings: TrainerSettings, *, seed: int = 1, num_areas: int = 1) -> list[float]:
-    """Train the built-in env's behavior of the same name; the summaries' mean rewards."""
-    return train_builtin(env_name, env_name, settings, seed=seed, num_areas=num_areas).rewards
+pytestmark = pytest.mark.slow  # trains policies
 
 
-def config(name: str, **changes) -> TrainerSettings:
-    settings = load_run_options(f"config/ppo/{name}.yaml").behavior_settings(name)
-    return attrs.evolve(settings, threaded=True, **changes)
+def train(env_name: str, settings, *, seed: int = 1, num_areas: int = 1) -> list[float]:
+    """Train the built-in env's behavior with threaded trainers; the summaries' mean rewards."""
+    return train_builtin(env_name, attrs.evolve(settings, threaded=True), seed=seed, num_areas=num_areas).rewards
 
 
 def test_ppo_solves_basic_discrete():

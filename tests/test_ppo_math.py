@@ -37,6 +37,28 @@ def test_clipped_surrogate_takes_pessimistic_side():
     assert loss.item() == pytest.approx(-0.2)
 
 
+def test_clipped_surrogate_per_dimension_clips_each_dimension_on_its_own():
+    # [B=2, k=2]; row 0 (advantage +1) ratios [1.5, 0.9]: min(r, clip(r)) = [1.2, 0.9];
+    # row 1 (advantage -1) ratios [0.5, 1.1]: min(-r, -clip(r)) = [-0.8, -1.1]; mean over 4 = 0.05
+    ratios = torch.tensor([[1.5, 0.9], [0.5, 1.1]])
+    log_probs = torch.log(ratios).requires_grad_()
+    loss = clipped_surrogate_loss(log_probs, torch.zeros(2, 2), torch.tensor([1.0, -1.0]), epsilon=0.2)
+    assert loss.item() == pytest.approx(-0.05)
+    loss.backward()
+    # d(-r * A / 4)/d(log r) = -r * A / 4 where unclipped; 0 where the clip binds
+    torch.testing.assert_close(log_probs.grad, torch.tensor([[0.0, -0.225], [0.0, 0.275]]))
+
+
+def test_clipped_surrogate_joint_ratio_clips_the_whole_action():
+    # the same numbers summed per row: joint ratios 1.35 (-> 1.2) and 0.55 (-> min(-0.55, -0.8))
+    ratios = torch.tensor([[1.5, 0.9], [0.5, 1.1]])
+    log_probs = torch.log(ratios).sum(dim=1).requires_grad_()
+    loss = clipped_surrogate_loss(log_probs, torch.zeros(2), torch.tensor([1.0, -1.0]), epsilon=0.2)
+    assert loss.item() == pytest.approx(-0.2)
+    loss.backward()
+    torch.testing.assert_close(log_probs.grad, torch.zeros(2))  # both clipped: no gradient at all
+
+
 def test_clipped_value_loss_takes_worse_error():
     loss = clipped_value_loss(torch.tensor([1.0]), torch.tensor([0.0]), torch.tensor([2.0]), epsilon=0.2)
     assert loss.item() == pytest.approx(3.24)  # clipped estimate 0.2: (2 - 0.2)^2 > (2 - 1)^2

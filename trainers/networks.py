@@ -12,7 +12,9 @@ Architecture (as ML-Agents' defaults, our own code): every observation is encode
 layers of ``hidden_units`` with Swish (SiLU) activations. Visual encoders use LeakyReLU
 (``resnet``: Swish), as ML-Agents' do. Continuous actions: Gaussian with a learned
 state-independent log-std (no tanh; the env gets the sample clipped to [-3, 3] / 3).
-Discrete actions: one categorical per branch over masked logits.
+Discrete actions: one categorical per branch over masked logits. The entropy is ML-Agents':
+the mean of the continuous dimensions' entropies plus the sum of the branches' (the PPO bonus
+``beta`` is tuned against it).
 
 Not supported yet (errors name the observation): recurrent memory (LSTM), variable-length
 (buffer sensor) observations that need attention; goal observations are treated as ordinary
@@ -325,7 +327,7 @@ class ActorOutput(NamedTuple):
     discrete: Tensor  # [B, b] int64 indices
     continuous_log_probs: Tensor  # [B, c]
     discrete_log_probs: Tensor  # [B, b] log-prob of the chosen index per branch
-    entropy: Tensor  # [B] summed over continuous dimensions and branches (nats)
+    entropy: Tensor  # [B] mean over continuous dimensions + sum over branches (nats), as ML-Agents
 
 
 class Actor(nn.Module):
@@ -379,7 +381,7 @@ class Actor(nn.Module):
                 noise = torch.randn(mean.shape, generator=generator, dtype=mean.dtype, device=mean.device)
                 continuous = mean + noise * torch.exp(log_std)
                 cont_log_probs = standard_normal_log_prob(noise) - log_std
-            entropy = gaussian_entropy(log_std).sum(dim=1).expand(batch)
+            entropy = gaussian_entropy(log_std).mean(dim=1).expand(batch)
         else:
             continuous = cont_log_probs = mean
             entropy = mean.new_zeros(batch)
@@ -406,7 +408,7 @@ class Actor(nn.Module):
         batch = dist.mean.shape[0]
         if self.continuous_size:
             cont_log_probs = gaussian_log_prob(continuous, dist.mean, dist.log_std)
-            entropy = gaussian_entropy(dist.log_std).sum(dim=1).expand(batch)
+            entropy = gaussian_entropy(dist.log_std).mean(dim=1).expand(batch)
         else:
             cont_log_probs = dist.mean
             entropy = dist.mean.new_zeros(batch)

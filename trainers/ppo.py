@@ -166,13 +166,13 @@ class PPO:
         continuous_log_probs, discrete_log_probs, entropy = self.policy.actor.evaluate_actions(
             list(batch.obs), batch.action_masks, batch.continuous_actions, batch.discrete_actions
         )
-        log_probs = continuous_log_probs.sum(dim=1) + discrete_log_probs.sum(dim=1)
+        log_probs = torch.cat([continuous_log_probs, discrete_log_probs], dim=1)  # [B, c + b]: a ratio per dimension
         values = self.critic(list(batch.obs))
         value_loss = torch.stack([
             clipped_value_loss(values[signal.name], batch.old_values[:, i], batch.returns[:, i], epsilon)
             for i, signal in enumerate(self.reward_signals)
         ]).mean()
-        policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs.sum(dim=1), batch.advantages, epsilon)
+        policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs, batch.advantages, epsilon)
         loss = policy_loss + 0.5 * value_loss - beta * entropy.mean()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -42,12 +42,18 @@ def gae(
 
 
 def clipped_surrogate_loss(log_probs: Tensor, old_log_probs: Tensor, advantages: Tensor, epsilon: float) -> Tensor:
-    """PPO's clipped policy loss (to minimise), averaged over the batch.
+    """PPO's clipped policy loss (to minimise), averaged over the batch (and action dimensions).
 
-    log_probs, old_log_probs: [B] joint log-probability of each sample's whole action
-    (summed over continuous dimensions and discrete branches). advantages: [B].
+    log_probs, old_log_probs: [B, k] log-probability of each action dimension (each continuous
+    dimension and each discrete branch, k = c + b), or [B] joint log-probabilities (summed over
+    dimensions). advantages: [B]. With [B, k], every dimension gets its own ratio
+    ``exp(log_prob - old_log_prob)``, clipped on its own, and the clipped objective is averaged
+    over B x k, as ML-Agents does: one dimension moving far does not stop the others' gradient.
+    With [B] it is the textbook joint-ratio PPO.
     """
     ratio = torch.exp(log_probs - old_log_probs)
+    if ratio.dim() == 2:
+        advantages = advantages.unsqueeze(1)
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon) * advantages
     return -torch.min(unclipped, clipped).mean()

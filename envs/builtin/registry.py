@@ -14,10 +14,11 @@ def _registry() -> dict[str, type[BuiltinEnv]]:
     from envs.builtin.ball3d import Ball3DEnv
     from envs.builtin.basic import BasicEnv
     from envs.builtin.gridworld import GridWorldEnv
+    from envs.builtin.simple import SimpleEnv
     from envs.builtin.spawner import SpawnerEnv
     from envs.builtin.two_behaviors import TwoBehaviorsEnv
 
-    classes = (Ball3DEnv, BasicEnv, GridWorldEnv, TwoBehaviorsEnv, SpawnerEnv)
+    classes = (Ball3DEnv, BasicEnv, GridWorldEnv, TwoBehaviorsEnv, SpawnerEnv, SimpleEnv)
     return {cls.env_name: cls for cls in classes}
 
 
@@ -33,12 +34,14 @@ def make_env(
     worker_id: int = 0,
     env_parameters: Mapping[str, float] | None = None,
     num_areas: int = 1,
+    **options: float,
 ) -> BuiltinEnv:
     """Build the built-in environment ``name`` (a ``builtin:`` prefix is accepted), already reset.
 
     seed, worker_id: together they pick the random stream (same pair -> same episodes;
     each worker of a run gets its own). env_parameters: initial EnvironmentParameters values.
-    num_areas: copies of the training area (agents multiply). Raises UnknownBuiltinEnvError
+    num_areas: copies of the training area (agents multiply). options: constructor options of
+    environments that have them (``Simple``: continuous_size, discrete_branches...). Raises UnknownBuiltinEnvError
     (a ValueError) naming the available environments.
     """
     key = name[len(BUILTIN_PREFIX):] if name.startswith(BUILTIN_PREFIX) else name
@@ -48,5 +51,5 @@ def make_env(
             f"unknown built-in environment {name!r}; available: {', '.join(sorted(registry))}"
         )
     return registry[key](
-        seed=seed, worker_id=worker_id, env_parameters=env_parameters, num_areas=num_areas
+        seed=seed, worker_id=worker_id, env_parameters=env_parameters, num_areas=num_areas, **options
     )

@@ -1,44 +1,63 @@
-"""Train one behavior of a built-in environment through the real run wiring
-(:func:`orchestration.run.build_run`) and return its reward curve: for learning tests and the
-learning benchmark."""
+"""Train through the real run wiring (:func:`orchestration.run.build_run`) and return the reward
+curve: the harness of the learning tests and of ``benchmarks/learning_seeds.py``."""
 
 from __future__ import annotations
 
 import tempfile
+import threading
+from collections.abc import Callable
 
 import attrs
+from mlagents_envs.base_env import BaseEnv
 
+from envs.builtin import make_env
 from orchestration.run import build_run
 from stats import StatsWriter
-from trainers.settings import RunOptions, TrainerSettings
+from trainers.settings import RunOptions, TrainerSettings, load_run_options
 
 
 class RewardLog(StatsWriter):
-    """Keeps the mean episode reward of every summary, with its step."""
+    """(step, mean episode reward) of every summary that had finished episodes; sets ``stop``
+    once ``until(rewards)`` holds."""
 
-    def __init__(self) -> None:
-        self.rewards: list[float] = []
-        self.steps: list[int] = []
+    def __init__(self, until: Callable[[list[tuple[int, float]]], bool] | None = None) -> None:
+        self.curve: list[tuple[int, float]] = []
+        self.stop = threading.Event()
+        self._until = until
+
+    @property
+    def rewards(self) -> list[float]:
+        return [reward for _, reward in self.curve]
 
     def write_stats(self, category, values, step):
         if "Environment/Cumulative Reward" in values:
-            self.rewards.append(values["Environment/Cumulative Reward"].mean)
-            self.steps.append(step)
+            self.curve.append((int(step), float(values["Environment/Cumulative Reward"].mean)))
+            if self._until is not None and self._until(self.curve):
+                self.stop.set()
 
 
-def train_builtin(env_name: str, behavior: str, settings: TrainerSettings, *, seed: int = 1,
-                  num_areas: int = 1) -> RewardLog:
-    """Train ``behavior`` of built-in ``env_name`` with ``settings`` (results in a temporary
-    folder, no console output); the summaries' mean rewards."""
-    log = RewardLog()
-    options = RunOptions(behaviors={behavior: settings})
-    options = attrs.evolve(
-        options,
-        env_settings=attrs.evolve(options.env_settings, env_path=f"builtin:{env_name}", seed=seed,
-                                  num_areas=num_areas),
-    )
+def config(name: str, **changes) -> TrainerSettings:
+    """The behavior ``name`` of ``config/ppo/<name>.yaml`` with ``changes``."""
+    settings = load_run_options(f"config/ppo/{name}.yaml").behavior_settings(name)
+    return attrs.evolve(settings, **changes)
+
+
+def train_env(env: BaseEnv, settings: TrainerSettings, *, seed: int = 1,
+              until: Callable[[list[tuple[int, float]]], bool] | None = None) -> RewardLog:
+    """Train every behavior of ``env`` (already open, stepped in this process) with
+    ``settings`` until max_steps or ``until(curve)``; results go to a temporary folder."""
+    log = RewardLog(until)
+    options = RunOptions(default_settings=settings)
+    options = attrs.evolve(options, env_settings=attrs.evolve(options.env_settings, seed=seed))
     with tempfile.TemporaryDirectory() as results:
         options = attrs.evolve(options, checkpoint_settings=attrs.evolve(
             options.checkpoint_settings, results_dir=results, run_id="learn"))
-        build_run(options, writers=[log], console=False).run()
+        build_run(options, env_factory=lambda worker_id, seed: env, writers=[log], console=False,
+                  stop=log.stop).run()
     return log
+
+
+def train_builtin(env_name: str, settings: TrainerSettings, *, seed: int = 1, num_areas: int = 1,
+                  until: Callable[[list[tuple[int, float]]], bool] | None = None) -> RewardLog:
+    """:func:`train_env` on built-in ``env_name``."""
+    return train_env(make_env(env_name, seed=seed, num_areas=num_areas), settings, seed=seed, until=until)

@@ -1,0 +1,84 @@
+"""Simple (ML-Agents' SimpleEnvironment): goal-end rewards, hybrid spec, the contract kept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from mlagents_envs.base_env import ActionTuple
+
+from envs.builtin import make_env
+from envs.builtin.checks import StepChecker, random_action, rollout
+from envs.builtin.simple import SUCCESS_REWARD
+
+SIMPLE = "Simple?team=0"
+
+
+def toward_goal(sign: float):
+    """Every dimension moves toward ``sign * goal`` (continuous +-1, discrete 1/0)."""
+
+    def policy(name, decision):
+        goal = decision.obs[0][:, :1] * sign
+        n = len(decision)
+        return ActionTuple(continuous=np.repeat(goal, 2, axis=1).astype(np.float32),
+                           discrete=np.repeat(goal > 0, 2, axis=1).astype(np.int32).reshape(n, 2))
+
+    return policy
+
+
+def test_hybrid_spec_and_goal_observation():
+    env = make_env("Simple", seed=0, continuous_size=2, discrete_branches=2, step_size=0.8)
+    spec = env.behavior_specs[SIMPLE]
+    assert spec.action_spec.continuous_size == 2 and spec.action_spec.discrete_branches == (2, 2)
+    assert [o.shape for o in spec.observation_specs] == [(1,)]
+    goal = env.get_steps(SIMPLE)[0].obs[0]
+    assert goal.tolist() in ([[1.0]], [[-1.0]])
+
+
+def test_reaching_the_goal_in_two_decisions_scores_105():
+    env = make_env("Simple", seed=0, num_areas=3, continuous_size=2, discrete_branches=2, step_size=0.8)
+    returns = rollout(env, toward_goal(1.0), 20)  # 10 episodes of 2 decisions per agent
+    assert returns.returns[SIMPLE] == pytest.approx([SUCCESS_REWARD - 0.01] * 30, abs=1e-5)
+    assert env.episode_returns == pytest.approx([1.05] * 30, abs=1e-5)
+
+
+def test_the_wrong_end_scores_minus_106_and_slow_moves_cost_time():
+    env = make_env("Simple", seed=0, continuous_size=2, discrete_branches=2, step_size=0.8)
+    returns = rollout(env, toward_goal(-1.0), 4)
+    assert returns.returns[SIMPLE] == pytest.approx([-1.07, -1.07], abs=1e-5)
+    env = make_env("Simple", seed=0, continuous_size=1, step_size=0.2)  # 5 moves of 0.2
+    returns = rollout(env, lambda n, d: ActionTuple(continuous=d.obs[0].copy()), 10)
+    assert returns.returns[SIMPLE] == pytest.approx([1.06 - 0.04] * 2, abs=1e-5)
+
+
+def test_no_length_limit_unless_asked():
+    env = make_env("Simple", seed=0, discrete_branches=1, continuous_size=1)
+    still = lambda n, d: ActionTuple(continuous=np.zeros((len(d), 1), np.float32),  # noqa: E731
+                                     discrete=np.ones((len(d), 1), np.int32))
+    assert rollout(env, still, 500).returns.get(SIMPLE, []) == []
+    env = make_env("Simple", seed=0, continuous_size=1, max_step=50)
+    returns = rollout(env, lambda n, d: ActionTuple(continuous=np.zeros((len(d), 1), np.float32)), 100)
+    assert returns.returns[SIMPLE] == pytest.approx([-0.5, -0.5], abs=1e-5)
+    assert returns.interrupted[SIMPLE] == [True, True]
+
+
+@pytest.mark.parametrize("sizes", [(1, 0), (0, 1), (2, 2), (1, 2)])
+def test_random_play_keeps_the_contract(sizes):
+    env = make_env("Simple", seed=3, num_areas=4, continuous_size=sizes[0], discrete_branches=sizes[1],
+                   step_size=0.8, max_step=20)
+    checker = StepChecker(env)
+    checker.after_reset()
+    rng = np.random.default_rng(0)
+    spec = env.behavior_specs[SIMPLE]
+    for _ in range(200):
+        decision, _ = env.get_steps(SIMPLE)
+        env.set_actions(SIMPLE, random_action(spec, decision, rng, respect_masks=True))
+        env.step()
+        checker.after_step()
+    assert checker.terminals > 0
+
+
+def test_options_from_environment_parameters_and_errors():
+    env = make_env("Simple", seed=0, env_parameters={"continuous_size": 0, "discrete_branches": 3})
+    assert env.behavior_specs[SIMPLE].action_spec.discrete_branches == (2, 2, 2)
+    with pytest.raises(ValueError, match="at least one action"):
+        make_env("Simple", seed=0, continuous_size=0)
