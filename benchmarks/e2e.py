@@ -50,15 +50,24 @@ def measure(env_path: str, num_envs: int, steps: int, threaded: bool, folder: st
     from trainers.settings import load_run_options
 
     options = load_run_options(REPO / "config/ppo/3DBall.yaml")
-    settings = attrs.evolve(options.behaviors["3DBall"], max_steps=steps, threaded=threaded,
-                            checkpoint_interval=10 * steps)
+    settings = attrs.evolve(
+        options.behaviors["3DBall"], max_steps=steps, threaded=threaded, checkpoint_interval=10 * steps
+    )
     name = "3DBall" if env_path.startswith("builtin:") else "Balance"
     options = attrs.evolve(
-        options, behaviors={name: settings},
-        env_settings=attrs.evolve(options.env_settings, env_path=env_path, seed=1, num_envs=num_envs,
-                                  base_port=0 if num_envs == 1 else 6300, timeout_wait=60),
-        checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=folder,
-                                         run_id=f"{name}-{num_envs}-{threaded}"),
+        options,
+        behaviors={name: settings},
+        env_settings=attrs.evolve(
+            options.env_settings,
+            env_path=env_path,
+            seed=1,
+            num_envs=num_envs,
+            base_port=0 if num_envs == 1 else 6300,
+            timeout_wait=60,
+        ),
+        checkpoint_settings=attrs.evolve(
+            options.checkpoint_settings, results_dir=folder, run_id=f"{name}-{num_envs}-{threaded}"
+        ),
     )
     run = build_run(options, console=False)
     perf = make_perf()
@@ -103,8 +112,16 @@ def main() -> None:
             for env_path in ("builtin:3DBall", standin):
                 for workers in (1, 2):
                     results.append(measure(env_path, workers, args.steps, threaded, folder))
-    print(json.dumps({"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                      "steps_per_case": args.steps, "results": results}, indent=2))
+    print(
+        json.dumps(
+            {
+                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                "steps_per_case": args.steps,
+                "results": results,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -35,12 +35,13 @@ HYBRID_SEEDS = [1337, 1, 2, 3, 4, 5, 6, 7, 8, 9]
 BASIC_SEEDS = [8346, 1, 2, 3, 4, 5, 6, 7, 8, 9]
 BALL_SEEDS = [1, 2, 3]
 BASIC_STEPS = 40_000
+BALL_MAX_STEPS = 240_000
 BALL_CAP = 99.9  # 3DBall's best score is 100 (1000 decisions x 0.1); float sums land just below
 
 
 def run_hybrid(seed: int) -> dict:
     env = make_env("Simple", seed=seed, continuous_size=2, discrete_branches=2, step_size=0.8)
-    train_env(env, config("Simple", threaded=True), seed=seed)
+    train_env(env, config("Simple"), seed=seed)
     score = float(np.mean(env.episode_returns[-5:]))
     return {"seed": seed, "last5": round(score, 3), "passed": score > 0.9, "episodes": len(env.episode_returns)}
 
@@ -48,15 +49,25 @@ def run_hybrid(seed: int) -> dict:
 def run_basic(seed: int) -> dict:
     # ML-Agents' Basic.yaml has max_steps 500000: its linear schedules (learning rate, beta,
     # epsilon) barely move in 40k steps, so train with that and stop at 40k
-    rewards = train_env(make_env("Basic", seed=seed), config("Basic", max_steps=500_000, threaded=True), seed=seed,
-                        until=lambda curve: curve[-1][0] >= BASIC_STEPS).curve
+    rewards = train_env(
+        make_env("Basic", seed=seed),
+        config("Basic", max_steps=500_000),
+        seed=seed,
+        until=lambda curve: curve[-1][0] >= BASIC_STEPS,
+    ).curve
     reached = next((step for step, r in rewards if r >= 0.8), None)
     return {"seed": seed, "final": round(rewards[-1][1], 3), "step_to_0.8": reached}
 
 
 def run_3dball(seed: int) -> dict:
-    rewards = train_env(make_env("3DBall", seed=seed), config("3DBall", max_steps=240_000, threaded=True), seed=seed,
-                        until=lambda curve: curve[-1][1] >= BALL_CAP).curve
+    # ML-Agents' 3DBall.yaml has max_steps 500000 (the schedules decay over it): train with that,
+    # stop at the cap or at BALL_MAX_STEPS
+    rewards = train_env(
+        make_env("3DBall", seed=seed),
+        config("3DBall", max_steps=500_000),
+        seed=seed,
+        until=lambda curve: curve[-1][1] >= BALL_CAP or curve[-1][0] >= BALL_MAX_STEPS,
+    ).curve
     reached = next((step for step, r in rewards if r >= BALL_CAP), None)
     return {"seed": seed, "steps_to_cap": reached, "curve": [(s, round(r, 1)) for s, r in rewards]}
 

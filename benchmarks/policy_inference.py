@@ -50,8 +50,9 @@ def measure(policy: TorchPolicy, agents: int, seconds: float) -> dict[str, float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=1.0, help="time per batch size")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="torch.set_num_threads for the run (default: 1, then torch's default)")
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch.set_num_threads for the run (default: 1, then torch's default)"
+    )
     args = parser.parse_args()
     default_threads = torch.get_num_threads()
     thread_counts = [args.threads] if args.threads is not None else sorted({1, default_threads})
@@ -66,14 +67,19 @@ def main() -> None:
         torch.set_num_threads(threads)
         results += [{"torch_threads": threads, **measure(policy, n, args.seconds)} for n in (1, 16, 256)]
     torch.set_num_threads(default_threads)
-    print(json.dumps({
-        "benchmark": "policy_inference",
-        "settings": "3DBall: obs 8 floats, 2 continuous actions, 2x128 hidden, normalize",
-        "torch": torch.__version__,
-        "default_torch_threads": default_threads,
-        "machine": platform.machine(),
-        "results": results,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "benchmark": "policy_inference",
+                "settings": "3DBall: obs 8 floats, 2 continuous actions, 2x128 hidden, normalize",
+                "torch": torch.__version__,
+                "default_torch_threads": default_threads,
+                "machine": platform.machine(),
+                "results": results,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

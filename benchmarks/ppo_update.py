@@ -67,8 +67,9 @@ def measure_update(threads: int, repeats: int) -> dict:
     settings = load_run_options(Path(__file__).resolve().parents[1] / "config/ppo/3DBall.yaml").behavior_settings(
         "3DBall"
     )
-    ppo = PPO(behavior_name="3DBall", behavior_spec=SPEC, settings=settings, stats_reporter=StatsReporter("3DBall"),
-              seed=0)
+    ppo = PPO(
+        behavior_name="3DBall", behavior_spec=SPEC, settings=settings, stats_reporter=StatsReporter("3DBall"), seed=0
+    )
     trajectories = synthetic_trajectories(np.random.default_rng(0))
     update_seconds, processing_seconds = [], []
     for _ in range(repeats):
@@ -94,8 +95,9 @@ def measure_inference(agents: int, threads: int, calls: int) -> dict:
     settings = load_run_options(Path(__file__).resolve().parents[1] / "config/ppo/3DBall.yaml").behavior_settings(
         "3DBall"
     )
-    policy = PPO(behavior_name="3DBall", behavior_spec=SPEC, settings=settings,
-                 stats_reporter=StatsReporter("3DBall"), seed=0).policy
+    policy = PPO(
+        behavior_name="3DBall", behavior_spec=SPEC, settings=settings, stats_reporter=StatsReporter("3DBall"), seed=0
+    ).policy
     obs = [np.random.default_rng(1).standard_normal((agents, 8)).astype(np.float32)]
     ids = np.arange(agents, dtype=np.int32)
     policy.act(obs, None, ids)

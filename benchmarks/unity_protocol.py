@@ -55,8 +55,9 @@ def measure(flavour: str, launcher: str, steps: int, warmup: int) -> dict:
     from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
 
     np.random.seed(0)
-    env = UnityEnvironment(file_name=launcher, timeout_wait=60, no_graphics=True,
-                           side_channels=[StatsSideChannel()], **kwargs)
+    env = UnityEnvironment(
+        file_name=launcher, timeout_wait=60, no_graphics=True, side_channels=[StatsSideChannel()], **kwargs
+    )
     try:
         env.reset()
         agent_steps = 0
@@ -113,9 +114,22 @@ def main() -> None:
             runs = [("ours", sys.executable)] + ([("stock", stock_python)] if stock_python else [])
             for flavour, python in runs:
                 out = subprocess.run(
-                    [python, os.path.abspath(__file__), "--measure", flavour, "--launcher", launcher,
-                     "--steps", str(args.steps), "--warmup", str(args.warmup)],
-                    check=True, capture_output=True, text=True, cwd=folder,
+                    [
+                        python,
+                        os.path.abspath(__file__),
+                        "--measure",
+                        flavour,
+                        "--launcher",
+                        launcher,
+                        "--steps",
+                        str(args.steps),
+                        "--warmup",
+                        str(args.warmup),
+                    ],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                    cwd=folder,
                 )
                 entry[flavour] = json.loads(out.stdout.strip().splitlines()[-1])
             if "stock" in entry:

@@ -31,14 +31,20 @@ EXIT_INTERRUPTED = 130
 def build_parser() -> argparse.ArgumentParser:
     """The parser; every default is SUPPRESS, so the namespace holds exactly the typed flags."""
     p = argparse.ArgumentParser(
-        prog="agents-learn", argument_default=argparse.SUPPRESS, allow_abbrev=False,
+        prog="agents-learn",
+        argument_default=argparse.SUPPRESS,
+        allow_abbrev=False,
         description="Train agents of Unity ML-Agents environments (mlagents-learn compatible). "
-                    "Values typed here override the YAML configuration.",
+        "Values typed here override the YAML configuration.",
     )
     p.add_argument("trainer_config_path", nargs="?", help="run configuration YAML (mlagents-learn format)")
-    p.add_argument("--env", dest="env", metavar="ENV_PATH",
-                   help="Unity build to train in, builtin:<Name>, or python:module:function (a BaseEnv "
-                        "factory); none: connect to the Editor on port 5004")
+    p.add_argument(
+        "--env",
+        dest="env",
+        metavar="ENV_PATH",
+        help="Unity build to train in, builtin:<Name>, or python:module:function (a BaseEnv "
+        "factory); none: connect to the Editor on port 5004",
+    )
     p.add_argument("--resume", action="store_true", help="continue the run --run-id from its checkpoints")
     p.add_argument("--load", dest="load_model", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--deterministic", action="store_true", help="act with the mean/most likely action")
@@ -66,11 +72,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-frame-rate", type=int, help="Application.targetFrameRate (default -1)")
     p.add_argument("--capture-frame-rate", type=int, help="Time.captureFramerate (default 60)")
     p.add_argument("--no-graphics", action="store_true", help="run builds with -nographics -batchmode")
-    p.add_argument("--no-graphics-monitor", action="store_true", help="worker 0 renders, the others run without graphics")
+    p.add_argument(
+        "--no-graphics-monitor", action="store_true", help="worker 0 renders, the others run without graphics"
+    )
     p.add_argument("--torch-device", help="cpu, cuda, cuda:N, mps (default: cuda when available)")
-    p.add_argument("--bind-address", metavar="ADDRESS",
-                   help="interface Unity connects to (default 127.0.0.1; 0.0.0.0 for builds in other "
-                        "Docker containers or machines)")
+    p.add_argument(
+        "--bind-address",
+        metavar="ADDRESS",
+        help="interface Unity connects to (default 127.0.0.1; 0.0.0.0 for builds in other "
+        "Docker containers or machines)",
+    )
     p.add_argument("--env-args", nargs=argparse.REMAINDER, help="arguments passed to the build (must come last)")
     return p
 
@@ -122,8 +133,9 @@ def install_stop_handler(stop: threading.Event) -> None:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
-        logger.info("Stopping (%s): saving checkpoints and models; press Ctrl-C again to abort.",
-                    signal.Signals(signum).name)
+        logger.info(
+            "Stopping (%s): saving checkpoints and models; press Ctrl-C again to abort.", signal.Signals(signum).name
+        )
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)

@@ -125,9 +125,15 @@ class TrainerController:
         reporter = self.hub.reporter(name)
         self.reporters[name] = reporter
         checkpoints = BehaviorCheckpoints(self.run_dir, name, settings.keep_checkpoints, self.status)
-        trainer = self.registry.create(behavior_name=name, behavior_spec=spec, settings=settings,
-                                       stats_reporter=reporter, checkpoints=checkpoints, seed=self.seed,
-                                       device=self.device)
+        trainer = self.registry.create(
+            behavior_name=name,
+            behavior_spec=spec,
+            settings=settings,
+            stats_reporter=reporter,
+            checkpoints=checkpoints,
+            seed=self.seed,
+            device=self.device,
+        )
         if self.resume or self.inference:
             if checkpoints.latest_path.exists():
                 trainer.resume()
@@ -135,8 +141,12 @@ class TrainerController:
             elif self.resume:
                 logger.warning("Behavior %s has no checkpoint in %s; it starts from scratch.", name, self.run_dir)
             else:
-                logger.warning("Behavior %s has no checkpoint in %s; --inference acts with an untrained "
-                               "policy (add --resume to a finished run's id).", name, self.run_dir)
+                logger.warning(
+                    "Behavior %s has no checkpoint in %s; --inference acts with an untrained "
+                    "policy (add --resume to a finished run's id).",
+                    name,
+                    self.run_dir,
+                )
         elif settings.init_path is not None:
             trainer.initialize_from(settings.init_path)
             logger.info("Initialized %s from %s", name, settings.init_path)
@@ -157,8 +167,9 @@ class TrainerController:
             thread.start()
             self.threads[name] = thread
         if not self.inference and not trainer.should_still_train:
-            logger.info("Behavior %s already reached max_steps (%d); it is not trained further.",
-                        name, settings.max_steps)
+            logger.info(
+                "Behavior %s already reached max_steps (%d); it is not trained further.", name, settings.max_steps
+            )
         return trainer
 
     # ------------------------------------------------------------------ the loop
@@ -287,4 +298,3 @@ class TrainerController:
                 fill = max(q.qsize() / q.maxlen for q in bounded)
                 reporter.set_stat(PERF_QUEUE_FILL, fill)
             reporter.set_stat(PERF_QUEUE_BLOCKED_S, sum(m.trajectory_queue.blocked_seconds for m in managers))
-

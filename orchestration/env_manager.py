@@ -179,10 +179,12 @@ class EnvManager:
             obs = [np.concatenate([d.obs[i] for _, d in parts]) for i in range(n_sensors)]
             masks = None
             if mask_width:
-                masks = np.concatenate([
-                    m if (m := allowed_actions(d, mask_width)) is not None else np.ones((len(d), mask_width), bool)
-                    for _, d in parts
-                ])
+                masks = np.concatenate(
+                    [
+                        m if (m := allowed_actions(d, mask_width)) is not None else np.ones((len(d), mask_width), bool)
+                        for _, d in parts
+                    ]
+                )
             agent_ids = np.concatenate([d.agent_id for _, d in parts])
             info = runtime.policy.act(obs, masks, agent_ids)
             start = 0

@@ -138,23 +138,33 @@ def build_run(
         check_checkpoints_readable(run_dir)
     removed = remove_partial_writes(run_dir)
     if removed:
-        logger.warning("Removed %d file(s) an interrupted checkpoint write left behind: %s", len(removed),
-                       ", ".join(str(p) for p in removed))
+        logger.warning(
+            "Removed %d file(s) an interrupted checkpoint write left behind: %s",
+            len(removed),
+            ", ".join(str(p) for p in removed),
+        )
     status_path = run_dir / "run_logs" / "training_status.json"
     status = TrainingStatus.load(status_path) if (cp.resume or cp.inference) else TrainingStatus(status_path)
     if cp.resume and not cp.inference:
         done = finished_behaviors(options, status)
         if done is not None:
             listing = ", ".join(f"{n}: {s} of {m} steps" for n, (s, m) in done.items())
-            raise RunAlreadyFinished(f"run {cp.run_id!r} has already finished ({listing}); raise max_steps in "
-                                     "the configuration to train it further")
+            raise RunAlreadyFinished(
+                f"run {cp.run_id!r} has already finished ({listing}); raise max_steps in "
+                "the configuration to train it further"
+            )
     # Small networks: one thread is many times faster than torch's default for batches of a
     # few dozen rows, and leaves the other cores to environment processes.
     torch.set_num_threads(1)
 
     timers = Timers()
-    hub = StatsHub([*default_writers(run_dir, resume=cp.resume, timers=timers, console=console),
-                    *load_stats_writer_plugins(options), *writers])
+    hub = StatsHub(
+        [
+            *default_writers(run_dir, resume=cp.resume, timers=timers, console=console),
+            *load_stats_writer_plugins(options),
+            *writers,
+        ]
+    )
     perf = PerfStats()
     launch = environment_launch(options, run_dir, env_factory, bind_address)
     if launch.is_editor:
@@ -165,10 +175,21 @@ def build_run(
         write_configuration(options, run_dir / "configuration.yaml")
         logger.info("Writing results to %s; watch training with: tensorboard --logdir %s", run_dir, cp.results_dir)
 
-    controller = TrainerController(options=options, run_dir=run_dir, hub=hub, registry=registry, status=status,
-                                   seed=env.seed, device=device, perf=perf, stop=stop, on_started=on_started)
-    restarts = RestartBudget(env.max_lifetime_restarts, env.restarts_rate_limit_n,
-                             float(env.restarts_rate_limit_period_s))
+    controller = TrainerController(
+        options=options,
+        run_dir=run_dir,
+        hub=hub,
+        registry=registry,
+        status=status,
+        seed=env.seed,
+        device=device,
+        perf=perf,
+        stop=stop,
+        on_started=on_started,
+    )
+    restarts = RestartBudget(
+        env.max_lifetime_restarts, env.restarts_rate_limit_n, float(env.restarts_rate_limit_period_s)
+    )
     manager = EnvManager(pool, controller.create_runtime, restarts=restarts, perf=perf, timers=timers)
     return Run(options, run_dir, controller, manager, hub, timers)
 
@@ -193,10 +214,12 @@ def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> No
             raise ConfigError("--num-envs greater than 1 needs --env (a build): the Editor is one environment")
         return
     if env_path.startswith(BUILTIN_PREFIX):
-        name = env_path[len(BUILTIN_PREFIX):]
+        name = env_path[len(BUILTIN_PREFIX) :]
         if name not in available():
-            raise ConfigError(f"--env (env_settings.env_path): unknown built-in environment {name!r}; "
-                              f"available: {', '.join(BUILTIN_PREFIX + n for n in available())}")
+            raise ConfigError(
+                f"--env (env_settings.env_path): unknown built-in environment {name!r}; "
+                f"available: {', '.join(BUILTIN_PREFIX + n for n in available())}"
+            )
         return
     if env_path.startswith(PYTHON_PREFIX):
         try:
@@ -205,9 +228,11 @@ def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> No
             raise ConfigError(f"--env (env_settings.env_path): {error}") from None
         return
     if not any(os.path.exists(env_path + suffix) for suffix in BUILD_SUFFIXES):
-        raise ConfigError(f"--env (env_settings.env_path): {env_path} does not exist (give the path to a "
-                          f"Unity build, builtin:<Name> for a built-in environment, python:module:function "
-                          f"for a Python BaseEnv factory, or no --env for the Editor)")
+        raise ConfigError(
+            f"--env (env_settings.env_path): {env_path} does not exist (give the path to a "
+            f"Unity build, builtin:<Name> for a built-in environment, python:module:function "
+            f"for a Python BaseEnv factory, or no --env for the Editor)"
+        )
 
 
 def check_results_dir(results_dir: Path) -> None:
@@ -223,8 +248,9 @@ def pick_device(requested: str | None) -> str:
             device = torch.device(requested)
             torch.empty(0, device=device)
         except (RuntimeError, AssertionError) as error:
-            raise ConfigError(f"--torch-device (torch_settings.device): {requested!r} is not usable: "
-                              f"{str(error).splitlines()[0]}") from None
+            raise ConfigError(
+                f"--torch-device (torch_settings.device): {requested!r} is not usable: {str(error).splitlines()[0]}"
+            ) from None
         return str(device)
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -254,13 +280,15 @@ def prepare_run_dir(options: RunOptions) -> Path:
             raise CheckpointError(f"--initialize-from {cp.initialize_from}: {init_dir} does not exist")
     if cp.resume or cp.inference:
         if cp.resume and not exists:
-            raise CheckpointError(f"cannot resume run {cp.run_id!r}: {run_dir} does not exist "
-                                  "(start it without --resume)")
+            raise CheckpointError(
+                f"cannot resume run {cp.run_id!r}: {run_dir} does not exist (start it without --resume)"
+            )
     elif exists:
         if not cp.force:
             raise CheckpointError(
                 f"{run_dir} already exists: use --resume to continue run {cp.run_id!r}, --force to "
-                "overwrite it, or another --run-id")
+                "overwrite it, or another --run-id"
+            )
         logger.warning("--force: deleting the previous results in %s", run_dir)
         shutil.rmtree(run_dir)
     (run_dir / "run_logs").mkdir(parents=True, exist_ok=True)
@@ -281,8 +309,9 @@ def finished_behaviors(options: RunOptions, status: TrainingStatus) -> dict[str,
     return done or None
 
 
-def environment_launch(options: RunOptions, run_dir: Path, env_factory: EnvFactory | None,
-                       bind_address: str) -> EnvLaunch:
+def environment_launch(
+    options: RunOptions, run_dir: Path, env_factory: EnvFactory | None, bind_address: str
+) -> EnvLaunch:
     """How each worker opens its environment, with the constant environment parameters."""
     parameters = []
     for key, parameter in options.environment_parameters.items():
@@ -292,11 +321,24 @@ def environment_launch(options: RunOptions, run_dir: Path, env_factory: EnvFacto
         parameters.append((key, float(value.value)))
     env, engine = options.env_settings, options.engine_settings
     return EnvLaunch(
-        env_path=env.env_path, env_factory=env_factory, seed=env.seed, base_port=env.base_port,
-        num_areas=env.num_areas, timeout_wait=float(env.timeout_wait), env_args=tuple(env.env_args or ()),
-        no_graphics=engine.no_graphics, no_graphics_monitor=engine.no_graphics_monitor,
-        engine=(engine.width, engine.height, engine.quality_level, engine.time_scale,
-                engine.target_frame_rate, engine.capture_frame_rate),
-        env_parameters=tuple(parameters), log_folder=str((run_dir / "run_logs").resolve()),
+        env_path=env.env_path,
+        env_factory=env_factory,
+        seed=env.seed,
+        base_port=env.base_port,
+        num_areas=env.num_areas,
+        timeout_wait=float(env.timeout_wait),
+        env_args=tuple(env.env_args or ()),
+        no_graphics=engine.no_graphics,
+        no_graphics_monitor=engine.no_graphics_monitor,
+        engine=(
+            engine.width,
+            engine.height,
+            engine.quality_level,
+            engine.time_scale,
+            engine.target_frame_rate,
+            engine.capture_frame_rate,
+        ),
+        env_parameters=tuple(parameters),
+        log_folder=str((run_dir / "run_logs").resolve()),
         bind_address=bind_address,
     )

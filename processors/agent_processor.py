@@ -17,7 +17,8 @@ rewards are written only once some agent of the behavior has been in a group.
 from __future__ import annotations
 
 import sys
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from mlagents_envs.base_env import BehaviorSpec, DecisionSteps, TerminalSteps
@@ -50,16 +51,16 @@ def allowed_actions(decision_steps: DecisionSteps, mask_width: int) -> np.ndarra
 def _any(flags: np.ndarray) -> bool:
     """``flags.any()`` without its Python-level dispatch (which costs more than the work
     on the small batches of a typical step)."""
-    return np.count_nonzero(flags) > 0
+    return bool(np.count_nonzero(flags) > 0)
 
 
 def _all(flags: np.ndarray) -> bool:
-    return np.count_nonzero(flags) == flags.size
+    return bool(np.count_nonzero(flags) == flags.size)
 
 
 def _has_groups(steps: DecisionSteps | TerminalSteps) -> bool:
     """Some agent of ``steps`` is in a group or got a group reward."""
-    return np.count_nonzero(steps.group_id) > 0 or np.count_nonzero(steps.group_reward) > 0
+    return bool(np.count_nonzero(steps.group_id) > 0 or np.count_nonzero(steps.group_reward) > 0)
 
 
 class AgentProcessor:
@@ -214,7 +215,12 @@ class AgentProcessor:
 
     def _record_actions(self, table: AgentTable, worker_id: int, info: ActionInfo) -> None:
         last_ids, last_slots = self._last_decision.pop(worker_id, (None, None))
-        if last_ids is not None and (last_ids is info.agent_ids or np.array_equal(last_ids, info.agent_ids)):
+        slots: np.ndarray
+        if (
+            last_ids is not None
+            and last_slots is not None
+            and (last_ids is info.agent_ids or np.array_equal(last_ids, info.agent_ids))
+        ):
             slots = last_slots
         elif len(info) <= _SMALL_BATCH:
             slot_of, base = table.slot_of, worker_id << _ID_BITS
@@ -355,7 +361,10 @@ class AgentProcessor:
             slot_list = [next(fresh) if slot < 0 else slot for slot in slot_list]
         agent, steps = table.agent, table.steps  # the agent arrays stay; step arrays may grow
         count, acted, episode_reward, episode_transitions = (
-            agent.count, agent.acted, agent.episode_reward, agent.episode_transitions
+            agent.count,
+            agent.acted,
+            agent.episode_reward,
+            agent.episode_transitions,
         )
         rewards = decision_steps.reward.tolist()
         grouped = self._grouped
@@ -495,6 +504,7 @@ class AgentProcessor:
             max_time=self._max_trajectory_length,
             initial_slots=max(16, len(decision_steps) + len(terminal_steps)),
         )
+
 
 class AgentManager(AgentProcessor):
     """An AgentProcessor with its own queues: trajectories out, policies back in.

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from typing import Callable, Iterator, Sequence, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 import attrs
 import numpy as np

@@ -33,8 +33,7 @@ class BehaviorIdentifiers:
             team_id = int(team)
         except ValueError:
             raise ValueError(
-                f"behavior id {name_behavior_id!r}: team {team!r} is not an integer "
-                f"(expected 'Name{_TEAM_SEPARATOR}N')"
+                f"behavior id {name_behavior_id!r}: team {team!r} is not an integer (expected 'Name{_TEAM_SEPARATOR}N')"
             ) from None
         return BehaviorIdentifiers(name_behavior_id, name, team_id)
 

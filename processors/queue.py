@@ -6,7 +6,8 @@ import collections
 import queue
 import threading
 import time
-from typing import Generic, Iterable, TypeVar
+from collections.abc import Iterable
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 

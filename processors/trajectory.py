@@ -9,7 +9,8 @@ group has group id 0 and group rewards 0 at every step.
 
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 import attrs
 import numpy as np

@@ -25,9 +25,7 @@ class JsonLinesWriter(StatsWriter):
     ``wall_time`` is Unix seconds). Appends, so a resumed run continues the file; flushed per write.
     """
 
-    def __init__(
-        self, run_dir: str | os.PathLike[str], *, clock: Callable[[], float] = time.time
-    ) -> None:
+    def __init__(self, run_dir: str | os.PathLike[str], *, clock: Callable[[], float] = time.time) -> None:
         self.path = Path(run_dir) / "run_logs" / "stats.jsonl"
         self._clock = clock
         self._file: IO[str] | None = None

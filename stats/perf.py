@@ -75,9 +75,7 @@ class PerfStats:
     which survives resets. ``clock`` is monotonic seconds.
     """
 
-    def __init__(
-        self, *, ema_coef: float | None = None, clock: Callable[[], float] = time.perf_counter
-    ) -> None:
+    def __init__(self, *, ema_coef: float | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
         if ema_coef is not None and not 0.0 < ema_coef <= 1.0:
             raise ValueError(f"ema_coef must be in (0, 1], got {ema_coef}")
         self.ema_coef = ema_coef

@@ -45,9 +45,7 @@ def load_stats_writer_plugins(run_options: Any, *, group: str = STATS_WRITER_GRO
         try:
             factory = entry_point.load()
         except Exception as exc:
-            raise StatsWriterPluginError(
-                f"{what} failed to load: {type(exc).__name__}: {exc}"
-            ) from exc
+            raise StatsWriterPluginError(f"{what} failed to load: {type(exc).__name__}: {exc}") from exc
         if not callable(factory):
             raise StatsWriterPluginError(f"{what} is not callable (got {type(factory).__name__})")
         try:
@@ -57,9 +55,7 @@ def load_stats_writer_plugins(run_options: Any, *, group: str = STATS_WRITER_GRO
                 f"{what} raised while creating its writers: {type(exc).__name__}: {exc}"
             ) from exc
         if not isinstance(produced, Sequence) or isinstance(produced, (str, bytes)):
-            raise StatsWriterPluginError(
-                f"{what} must return a list of StatsWriter, got {type(produced).__name__}"
-            )
+            raise StatsWriterPluginError(f"{what} must return a list of StatsWriter, got {type(produced).__name__}")
         for writer in produced:
             if not isinstance(writer, StatsWriter):
                 raise StatsWriterPluginError(

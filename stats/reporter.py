@@ -200,7 +200,8 @@ class StatsHub:
                 except Exception as exc:  # noqa: BLE001 - raised below after the other writers
                     if error is None:
                         error = StatsWriterError(
-                            f"stats writer {type(writer).__name__} failed in {method}: {type(exc).__name__}: {exc}")
+                            f"stats writer {type(writer).__name__} failed in {method}: {type(exc).__name__}: {exc}"
+                        )
                         error.__cause__ = exc
         if error is not None:
             raise error
@@ -239,9 +240,7 @@ class StatsReporter:
     def hub(self) -> StatsHub | None:
         return self._hub
 
-    def add_stat(
-        self, key: str, value: float, aggregation: StatsAggregationMethod = _AVERAGE
-    ) -> None:
+    def add_stat(self, key: str, value: float, aggregation: StatsAggregationMethod = _AVERAGE) -> None:
         """Add one value to ``key``'s window. MOST_RECENT replaces what the window holds."""
         window = self._window
         with window.lock:

@@ -60,9 +60,7 @@ class TensorBoardWriter(StatsWriter):
     def _add(self, category: str, summary_values: list[Any], step: int, wall_time: float) -> None:
         from tensorboard.compat.proto import event_pb2, summary_pb2
 
-        event = event_pb2.Event(
-            wall_time=wall_time, step=int(step), summary=summary_pb2.Summary(value=summary_values)
-        )
+        event = event_pb2.Event(wall_time=wall_time, step=int(step), summary=summary_pb2.Summary(value=summary_values))
         self._writer(category).add_event(event)
 
     def write_stats(self, category: str, values: Mapping[str, StatsSummary], step: int) -> None:
@@ -72,9 +70,7 @@ class TensorBoardWriter(StatsWriter):
         for key, summary in values.items():
             if key in self.hidden_keys or summary.count == 0:
                 continue
-            summary_values.append(
-                summary_pb2.Summary.Value(tag=key, simple_value=float(summary.aggregated_value))
-            )
+            summary_values.append(summary_pb2.Summary.Value(tag=key, simple_value=float(summary.aggregated_value)))
             if summary.aggregation_method is StatsAggregationMethod.HISTOGRAM and summary.full_dist is not None:
                 summary_values.append(
                     summary_pb2.Summary.Value(tag=f"{key}_hist", histo=_histogram_proto(summary.full_dist))

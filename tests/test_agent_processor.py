@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod as EnvAggregation
 
-from processors import AgentManager, AgentProcessor, AgentManagerQueue
+from processors import AgentManager, AgentManagerQueue, AgentProcessor
 from stats import StatsReporter
 from tests.steps import (
     NO_TERMINALS,
@@ -77,7 +77,9 @@ def test_time_horizon_cuts_and_next_obs_is_the_step_that_completed_it():
 def test_terminal_as_horizon_th_transition_gives_one_done_trajectory():
     manager = make_manager(horizon=3)
     run_steps(manager, 3)  # two transitions stored, third pending
-    manager.add_experiences(vector_steps([], [], []), vector_terminals([1], [9.0], [5.0]), 0, action_info([1], [[20.0]]))
+    manager.add_experiences(
+        vector_steps([], [], []), vector_terminals([1], [9.0], [5.0]), 0, action_info([1], [[20.0]])
+    )
     (trajectory,) = drain(manager.trajectory_queue)
     assert len(trajectory) == 3
     assert trajectory.done.tolist() == [False, False, True]
@@ -87,7 +89,9 @@ def test_terminal_as_horizon_th_transition_gives_one_done_trajectory():
 def test_terminal_one_step_after_cut_gives_trajectory_of_length_one():
     manager = make_manager(horizon=3)
     run_steps(manager, 4)  # three transitions: published at step 3
-    manager.add_experiences(vector_steps([], [], []), vector_terminals([1], [9.0], [5.0]), 0, action_info([1], [[30.0]]))
+    manager.add_experiences(
+        vector_steps([], [], []), vector_terminals([1], [9.0], [5.0]), 0, action_info([1], [[30.0]])
+    )
     cut, last = drain(manager.trajectory_queue)
     assert len(cut) == 3 and not cut.done_reached
     assert len(last) == 1 and last.done.tolist() == [True]
@@ -129,7 +133,10 @@ def test_first_step_and_steps_without_action_add_nothing():
     # Agent 2 is not acted for: its next appearance records no transition.
     manager.add_experiences(vector_steps([1, 2], [1.0, 1.0], [2.0, 2.0]), NO_TERMINALS, 0, action_info([1], [[0.1]]))
     manager.add_experiences(
-        vector_steps([], [], []), vector_terminals([1, 2], [2.0, 2.0], [3.0, 3.0]), 0, action_info([1, 2], [[0.2], [0.3]])
+        vector_steps([], [], []),
+        vector_terminals([1, 2], [2.0, 2.0], [3.0, 3.0]),
+        0,
+        action_info([1, 2], [[0.2], [0.3]]),
     )
     one, two = sorted(drain(manager.trajectory_queue), key=lambda t: t.agent_id)
     assert one.rewards.tolist() == [2.0, 3.0]
@@ -165,8 +172,12 @@ def test_previous_action_is_each_agents_own():
     manager = make_manager(spec=behavior_spec(continuous=0, branches=(3, 2)))
     ids = [1, 2]
     manager.add_experiences(vector_steps(ids, [0, 0], [0, 0]), NO_TERMINALS, 0, None)
-    manager.add_experiences(vector_steps(ids, [1, 1], [0, 0]), NO_TERMINALS, 0, action_info(ids, discrete=[[1, 0], [2, 1]]))
-    manager.add_experiences(vector_steps(ids, [2, 2], [0, 0]), NO_TERMINALS, 0, action_info(ids, discrete=[[0, 1], [1, 1]]))
+    manager.add_experiences(
+        vector_steps(ids, [1, 1], [0, 0]), NO_TERMINALS, 0, action_info(ids, discrete=[[1, 0], [2, 1]])
+    )
+    manager.add_experiences(
+        vector_steps(ids, [2, 2], [0, 0]), NO_TERMINALS, 0, action_info(ids, discrete=[[0, 1], [1, 1]])
+    )
     cont, disc = manager.get_previous_actions(0, np.array([2, 1, 99]))
     assert disc.tolist() == [[1, 1], [0, 1], [0, 0]]
     assert cont.shape == (3, 0)
@@ -181,9 +192,13 @@ def test_memory_stored_is_the_memory_fed_with_the_observation():
     manager = make_manager(memory_size=2)
     manager.add_experiences(vector_steps([1], [0.0], [0.0]), NO_TERMINALS, 0, None)
     assert manager.get_memories(0, np.array([1])).tolist() == [[0.0, 0.0]]
-    manager.add_experiences(vector_steps([1], [1.0], [1.0]), NO_TERMINALS, 0, action_info([1], [[0.0]], memories=[[1, 2]]))
+    manager.add_experiences(
+        vector_steps([1], [1.0], [1.0]), NO_TERMINALS, 0, action_info([1], [[0.0]], memories=[[1, 2]])
+    )
     assert manager.get_memories(0, np.array([1, 3])).tolist() == [[1.0, 2.0], [0.0, 0.0]]
-    manager.add_experiences(vector_steps([1], [2.0], [1.0]), NO_TERMINALS, 0, action_info([1], [[0.0]], memories=[[3, 4]]))
+    manager.add_experiences(
+        vector_steps([1], [2.0], [1.0]), NO_TERMINALS, 0, action_info([1], [[0.0]], memories=[[3, 4]])
+    )
     manager.end_episode()
     (trajectory,) = drain(manager.trajectory_queue)
     assert trajectory.memories.tolist() == [[0.0, 0.0], [1.0, 2.0]]
@@ -195,7 +210,10 @@ def test_action_mask_is_stored_as_allowed_from_the_deciding_step():
     obs = [np.zeros((1, 2), np.float32)]
     manager.add_experiences(decision_steps([1], obs, [0.0], masks=[[[False, True, False]]]), NO_TERMINALS, 0, None)
     manager.add_experiences(
-        decision_steps([1], obs, [1.0], masks=[[[True, False, False]]]), NO_TERMINALS, 0, action_info([1], discrete=[[0]])
+        decision_steps([1], obs, [1.0], masks=[[[True, False, False]]]),
+        NO_TERMINALS,
+        0,
+        action_info([1], discrete=[[0]]),
     )
     manager.end_episode()
     (trajectory,) = drain(manager.trajectory_queue)
@@ -251,7 +269,9 @@ def test_episode_stats_match_ml_agents():
     reporter = StatsReporter("Ball")
     manager = make_manager(horizon=2, reporter=reporter)
     run_steps(manager, 4)  # three transitions, rewards 1, 2, 3
-    manager.add_experiences(vector_steps([], [], []), vector_terminals([1], [0.0], [-1.0]), 0, action_info([1], [[0.0]]))
+    manager.add_experiences(
+        vector_steps([], [], []), vector_terminals([1], [0.0], [-1.0]), 0, action_info([1], [[0.0]])
+    )
     reward = reporter.get_stats_summaries("Environment/Cumulative Reward")
     length = reporter.get_stats_summaries("Environment/Episode Length")
     assert (reward.count, reward.mean) == (1, pytest.approx(5.0))
@@ -272,13 +292,18 @@ def test_entropy_reported_per_acting_agent():
 def test_environment_stats_most_recent_only_from_worker_zero():
     reporter = StatsReporter("Ball")
     manager = make_manager(reporter=reporter)
-    stats = {"Custom/Avg": [(1.0, EnvAggregation.AVERAGE), (3.0, EnvAggregation.AVERAGE)],
-             "Custom/Last": [(5.0, EnvAggregation.MOST_RECENT)],
-             "Custom/Sum": [(2.0, EnvAggregation.SUM)]}
+    stats = {
+        "Custom/Avg": [(1.0, EnvAggregation.AVERAGE), (3.0, EnvAggregation.AVERAGE)],
+        "Custom/Last": [(5.0, EnvAggregation.MOST_RECENT)],
+        "Custom/Sum": [(2.0, EnvAggregation.SUM)],
+    }
     manager.record_environment_stats(stats, worker_id=0)
     manager.record_environment_stats(
-        {"Custom/Avg": [(5.0, EnvAggregation.AVERAGE)], "Custom/Last": [(99.0, EnvAggregation.MOST_RECENT)],
-         "Custom/Sum": [(4.0, EnvAggregation.SUM)]},
+        {
+            "Custom/Avg": [(5.0, EnvAggregation.AVERAGE)],
+            "Custom/Last": [(99.0, EnvAggregation.MOST_RECENT)],
+            "Custom/Sum": [(4.0, EnvAggregation.SUM)],
+        },
         worker_id=1,
     )
     assert reporter.get_stats_summaries("Custom/Avg").mean == pytest.approx(3.0)

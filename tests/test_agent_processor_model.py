@@ -74,7 +74,15 @@ class Reference:
         if agent.action is not None:
             agent.steps.append(
                 RefStep(
-                    agent.obs, agent.mask, agent.action, agent.prev, reward, agent.group, group_reward, True, interrupted
+                    agent.obs,
+                    agent.mask,
+                    agent.action,
+                    agent.prev,
+                    reward,
+                    agent.group,
+                    group_reward,
+                    True,
+                    interrupted,
                 )
             )
             agent.episode_reward += reward
@@ -94,7 +102,13 @@ class Reference:
             self.episodes.append((agent.episode_reward, agent.transitions))
 
     def decision(
-        self, worker: int, agent_id: int, obs: float, reward: float, mask: tuple[bool, ...], group: int,
+        self,
+        worker: int,
+        agent_id: int,
+        obs: float,
+        reward: float,
+        mask: tuple[bool, ...],
+        group: int,
         group_reward: float,
     ) -> None:
         agent = self.agents.get((worker, agent_id))

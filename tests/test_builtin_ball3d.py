@@ -24,9 +24,7 @@ def pd_controller(name, decision):
 
 
 def constant(action):
-    return lambda name, decision: ActionTuple(
-        continuous=np.tile(np.asarray(action, np.float32), (len(decision), 1))
-    )
+    return lambda name, decision: ActionTuple(continuous=np.tile(np.asarray(action, np.float32), (len(decision), 1)))
 
 
 def test_spec_is_unity_3dball():

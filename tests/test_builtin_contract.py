@@ -31,9 +31,17 @@ def trace(env: BaseEnv, n_steps: int) -> list:
     for _ in range(n_steps):
         for name in sorted(env.behavior_specs):
             decision, terminal = env.get_steps(name)
-            out.append((name, decision.agent_id.tolist(), decision.reward.tolist(),
-                        [o.tolist() for o in decision.obs], terminal.agent_id.tolist(),
-                        terminal.reward.tolist(), terminal.interrupted.tolist()))
+            out.append(
+                (
+                    name,
+                    decision.agent_id.tolist(),
+                    decision.reward.tolist(),
+                    [o.tolist() for o in decision.obs],
+                    terminal.agent_id.tolist(),
+                    terminal.reward.tolist(),
+                    terminal.interrupted.tolist(),
+                )
+            )
             env.set_actions(name, policy(name, decision))
         env.step()
     return out

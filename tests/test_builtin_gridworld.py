@@ -70,9 +70,9 @@ def test_shortest_paths_score_above_unity_target():
     assert len(returns.returns[GRID]) > 200
     assert returns.mean(GRID) > 0.9
     assert min(returns.returns[GRID]) > 0.9  # never the pit, never interrupted
-    assert env.get_and_reset_stats()["GridWorld/Goal Reached"] == [
-        (1.0, StatsAggregationMethod.AVERAGE)
-    ] * len(returns.returns[GRID])
+    assert env.get_and_reset_stats()["GridWorld/Goal Reached"] == [(1.0, StatsAggregationMethod.AVERAGE)] * len(
+        returns.returns[GRID]
+    )
 
 
 def test_random_actions_score_far_below():

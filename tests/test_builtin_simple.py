@@ -19,8 +19,10 @@ def toward_goal(sign: float):
     def policy(name, decision):
         goal = decision.obs[0][:, :1] * sign
         n = len(decision)
-        return ActionTuple(continuous=np.repeat(goal, 2, axis=1).astype(np.float32),
-                           discrete=np.repeat(goal > 0, 2, axis=1).astype(np.int32).reshape(n, 2))
+        return ActionTuple(
+            continuous=np.repeat(goal, 2, axis=1).astype(np.float32),
+            discrete=np.repeat(goal > 0, 2, axis=1).astype(np.int32).reshape(n, 2),
+        )
 
     return policy
 
@@ -52,8 +54,10 @@ def test_the_wrong_end_scores_minus_106_and_slow_moves_cost_time():
 
 def test_no_length_limit_unless_asked():
     env = make_env("Simple", seed=0, discrete_branches=1, continuous_size=1)
-    still = lambda n, d: ActionTuple(continuous=np.zeros((len(d), 1), np.float32),  # noqa: E731
-                                     discrete=np.ones((len(d), 1), np.int32))
+    still = lambda n, d: ActionTuple(
+        continuous=np.zeros((len(d), 1), np.float32),  # noqa: E731
+        discrete=np.ones((len(d), 1), np.int32),
+    )
     assert rollout(env, still, 500).returns.get(SIMPLE, []) == []
     env = make_env("Simple", seed=0, continuous_size=1, max_step=50)
     returns = rollout(env, lambda n, d: ActionTuple(continuous=np.zeros((len(d), 1), np.float32)), 100)
@@ -63,8 +67,9 @@ def test_no_length_limit_unless_asked():
 
 @pytest.mark.parametrize("sizes", [(1, 0), (0, 1), (2, 2), (1, 2)])
 def test_random_play_keeps_the_contract(sizes):
-    env = make_env("Simple", seed=3, num_areas=4, continuous_size=sizes[0], discrete_branches=sizes[1],
-                   step_size=0.8, max_step=20)
+    env = make_env(
+        "Simple", seed=3, num_areas=4, continuous_size=sizes[0], discrete_branches=sizes[1], step_size=0.8, max_step=20
+    )
     checker = StepChecker(env)
     checker.after_reset()
     rng = np.random.default_rng(0)

@@ -45,9 +45,7 @@ def test_agents_come_and_go_with_fresh_ids():
 
 
 def test_without_spawning_or_vanishing_the_population_is_fixed():
-    env = make_env(
-        "Spawner", seed=1, env_parameters={"spawn_probability": 0.0, "vanish_probability": 0.0}
-    )
+    env = make_env("Spawner", seed=1, env_parameters={"spawn_probability": 0.0, "vanish_probability": 0.0})
     rng = np.random.default_rng(0)
     spec = env.behavior_specs[SPAWNER]
     for _ in range(100):
@@ -59,9 +57,7 @@ def test_without_spawning_or_vanishing_the_population_is_fixed():
 
 
 def test_every_agent_vanishing_leaves_only_non_interrupted_terminals_and_silence_is_skipped():
-    env = make_env(
-        "Spawner", seed=2, env_parameters={"spawn_probability": 0.01, "vanish_probability": 1.0}
-    )
+    env = make_env("Spawner", seed=2, env_parameters={"spawn_probability": 0.01, "vanish_probability": 1.0})
     checker = StepChecker(env)
     checker.after_reset()
     first = env.get_steps(SPAWNER)[0].agent_id

@@ -26,8 +26,13 @@ def basic_config(tmp_path: Path, max_steps: int, **extra) -> Path:
 
 
 def run_cli(tmp_path: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "orchestration.cli", *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "orchestration.cli", *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def rewards(run_dir: Path, behavior: str) -> list[tuple[int, float]]:
@@ -51,15 +56,23 @@ def one_line_error(result: subprocess.CompletedProcess) -> str:
 @pytest.mark.slow
 def test_basic_trains_above_threshold_with_complete_results(tmp_path):
     config = basic_config(tmp_path, 20_000)
-    result = run_cli(tmp_path, str(config), "--run-id=basic", "--env", "builtin:Basic", "--num-areas", "8",
-                     "--seed", "1")
+    result = run_cli(
+        tmp_path, str(config), "--run-id=basic", "--env", "builtin:Basic", "--num-areas", "8", "--seed", "1"
+    )
     assert result.returncode == 0, result.stderr
     run = tmp_path / "results/basic"
     assert rewards(run, "Basic")[0][1] < 0.3
     assert rewards(run, "Basic")[-1][1] >= 0.8  # optimum 0.93; the first summaries (random play) score below 0.3
     assert "Basic. Step: 2000. Time Elapsed:" in result.stdout
-    for path in ("configuration.yaml", "Basic.onnx", "Basic/checkpoint.pt", "Basic/Basic-20000.pt",
-                 "Basic/Basic-20000.onnx", "run_logs/timers.json", "run_logs/training_status.json"):
+    for path in (
+        "configuration.yaml",
+        "Basic.onnx",
+        "Basic/checkpoint.pt",
+        "Basic/Basic-20000.pt",
+        "Basic/Basic-20000.onnx",
+        "run_logs/timers.json",
+        "run_logs/training_status.json",
+    ):
         assert (run / path).exists(), path
     assert list((run / "Basic").glob("events.out.tfevents.*"))
     written = yaml.safe_load((run / "configuration.yaml").read_text())
@@ -70,8 +83,14 @@ def test_basic_trains_above_threshold_with_complete_results(tmp_path):
     timers = json.loads((run / "run_logs/timers.json").read_text())
     assert "env_wait" in timers["children"] and "Basic.Environment.CumulativeReward.mean" in timers["gauges"]
     keys = {json.loads(line)["key"] for line in (run / "run_logs/stats.jsonl").read_text().splitlines()}
-    assert {"Perf/mean_env_wait_ms", "Perf/mean_inference_ms", "Perf/mean_update_ms",
-            "Perf/agent_steps_per_s", "Perf/trajectory_queue_blocked_s", "Losses/Policy Loss"} <= keys
+    assert {
+        "Perf/mean_env_wait_ms",
+        "Perf/mean_inference_ms",
+        "Perf/mean_update_ms",
+        "Perf/agent_steps_per_s",
+        "Perf/trajectory_queue_blocked_s",
+        "Losses/Policy Loss",
+    } <= keys
 
     # The same run id again is refused with the remedy.
     line = one_line_error(run_cli(tmp_path, str(config), "--run-id=basic"))
@@ -79,15 +98,24 @@ def test_basic_trains_above_threshold_with_complete_results(tmp_path):
 
     # --inference acts with the trained policy and writes no checkpoint.
     before = (run / "run_logs/training_status.json").read_text()
-    inference = run_cli(tmp_path, str(basic_config(tmp_path, 2_000)), "--run-id=basic", "--inference",
-                        "--num-areas", "8")
+    inference = run_cli(
+        tmp_path, str(basic_config(tmp_path, 2_000)), "--run-id=basic", "--inference", "--num-areas", "8"
+    )
     assert inference.returncode == 0, inference.stderr
     assert "Resuming Basic from step 20000" in inference.stdout and "Not Training." in inference.stdout
     assert (run / "run_logs/training_status.json").read_text() == before
 
     # --initialize-from starts a new run (step 0) from the trained weights: solved at once.
-    init = run_cli(tmp_path, str(basic_config(tmp_path, 2_000)), "--run-id=init", "--initialize-from=basic",
-                   "--num-areas", "8", "--seed", "2")
+    init = run_cli(
+        tmp_path,
+        str(basic_config(tmp_path, 2_000)),
+        "--run-id=init",
+        "--initialize-from=basic",
+        "--num-areas",
+        "8",
+        "--seed",
+        "2",
+    )
     assert init.returncode == 0, init.stderr
     assert "Initialized Basic from results/basic/Basic" in init.stdout
     assert rewards(tmp_path / "results/init", "Basic") and rewards(tmp_path / "results/init", "Basic")[0][1] >= 0.8
@@ -162,8 +190,19 @@ def test_port_in_use(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        line = one_line_error(run_cli(tmp_path, "--env", launcher, "--base-port", str(port), "--run-id=port",
-                                      "--timeout-wait", "20", timeout=60))
+        line = one_line_error(
+            run_cli(
+                tmp_path,
+                "--env",
+                launcher,
+                "--base-port",
+                str(port),
+                "--run-id=port",
+                "--timeout-wait",
+                "20",
+                timeout=60,
+            )
+        )
     assert f"port {port} is already in use" in line and "--base-port" in line
 
 

@@ -78,8 +78,9 @@ def test_unsupported_sections_are_refused_together_before_any_work(tmp_path):
     data = yaml.safe_load((REPO / "config/ppo/Basic.yaml").read_text())
     data["behaviors"]["Basic"]["network_settings"]["memory"] = {"memory_size": 16, "sequence_length": 8}
     data["behaviors"]["Basic"]["self_play"] = {"window": 5}
-    data["environment_parameters"] = {"mass": {"sampler_type": "uniform",
-                                               "sampler_parameters": {"min_value": 1, "max_value": 2}}}
+    data["environment_parameters"] = {
+        "mass": {"sampler_type": "uniform", "sampler_parameters": {"min_value": 1, "max_value": 2}}
+    }
     (tmp_path / "many.yaml").write_text(yaml.safe_dump(data))
     line = one_line_error(run_cli(tmp_path, "many.yaml", "--run-id=many"))
     assert "behaviors.Basic.network_settings.memory" in line and "behaviors.Basic.self_play" in line
@@ -105,8 +106,14 @@ def test_a_stats_writer_plugin_that_raises_is_one_line(tmp_path):
     )
     write_fake_plugin(site, "noisy", source, STATS_WRITER_GROUP, {"noisy": "noisy:writers"})
     env = {**os.environ, "PYTHONPATH": str(site)}
-    result = subprocess.run([sys.executable, "-m", "orchestration.cli", str(basic_config(tmp_path, 3_000)),
-                             "--run-id=noisy"], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    result = subprocess.run(
+        [sys.executable, "-m", "orchestration.cli", str(basic_config(tmp_path, 3_000)), "--run-id=noisy"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     line = one_line_error(result)
     assert "stats writer Noisy failed in write_stats: ConnectionError: dashboard unreachable" in line
     assert (tmp_path / "results/noisy/Basic.onnx").exists()  # saved before the run ended
@@ -114,11 +121,24 @@ def test_a_stats_writer_plugin_that_raises_is_one_line(tmp_path):
 
 def test_a_python_environment_factory_trains_from_the_command_line(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "orchestration.cli", str(basic_config(tmp_path, 2_000)), "--run-id=py",
-               "--env", "python:tests.support.python_envs:make_basic"]
+    command = [
+        sys.executable,
+        "-m",
+        "orchestration.cli",
+        str(basic_config(tmp_path, 2_000)),
+        "--run-id=py",
+        "--env",
+        "python:tests.support.python_envs:make_basic",
+    ]
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 0, result.stderr
     assert (tmp_path / "results/py/Basic.onnx").exists()
-    missing = subprocess.run([*command[:-1], "python:tests.support.python_envs:nope"], cwd=tmp_path,
-                             capture_output=True, text=True, timeout=60, env=env)
+    missing = subprocess.run(
+        [*command[:-1], "python:tests.support.python_envs:nope"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
     assert "python_envs has no function 'nope'" in one_line_error(missing)

@@ -51,15 +51,22 @@ class FailingWhenQueueFullPPO(PPO):
 
 def two_behavior_options(tmp_path: Path, **changes) -> RunOptions:
     settings = TrainerSettings(max_steps=2000, summary_freq=500, time_horizon=32, threaded=True)
-    settings = attrs.evolve(settings, hyperparameters=attrs.evolve(settings.hyperparameters, buffer_size=256,
-                                                                   batch_size=32), **changes)
+    settings = attrs.evolve(
+        settings, hyperparameters=attrs.evolve(settings.hyperparameters, buffer_size=256, batch_size=32), **changes
+    )
     options = RunOptions(default_settings=settings)
     cp = attrs.evolve(options.checkpoint_settings, results_dir=str(tmp_path), run_id="run")
     return attrs.evolve(options, checkpoint_settings=cp)
 
 
-def make(tmp_path: Path, options: RunOptions, registry: TrainerRegistry, *, env: str = "builtin:TwoBehaviors",
-         stop: threading.Event | None = None):
+def make(
+    tmp_path: Path,
+    options: RunOptions,
+    registry: TrainerRegistry,
+    *,
+    env: str = "builtin:TwoBehaviors",
+    stop: threading.Event | None = None,
+):
     keep = Keep()
     options = attrs.evolve(options, env_settings=attrs.evolve(options.env_settings, env_path=env, seed=1))
     run = build_run(options, registry=registry, writers=[keep], console=False, stop=stop)

@@ -69,9 +69,14 @@ def setup(tmp_path: Path, crash_once_after: int | None = None) -> tuple[Path, st
 
 def run_cli(tmp_path: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     common = ["--num-envs", "2", "--seed", "2", "--base-port", str(free_port_pair()), "--timeout-wait", "30"]
-    return subprocess.run([sys.executable, "-m", "orchestration.cli", *common, *args],  # --env-args comes last
-                          cwd=tmp_path, capture_output=True, text=True, timeout=180,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "orchestration.cli", *common, *args],  # --env-args comes last
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def build_pids(run_dir: Path) -> list[int]:
@@ -97,22 +102,38 @@ def test_two_standin_builds_train_with_complete_results(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     config, launcher = setup(tmp_path)
-    result = run_cli(tmp_path, str(config), "--env", launcher, "--run-id=ball", "--width", "100",
-                     "--env-args", "--agents", "6")
+    result = run_cli(
+        tmp_path, str(config), "--env", launcher, "--run-id=ball", "--width", "100", "--env-args", "--agents", "6"
+    )
     assert result.returncode == 0, result.stderr + result.stdout[-3000:]
     run = tmp_path / "results/ball"
-    for path in ("configuration.yaml", "Balance.onnx", "Balance/checkpoint.pt", "run_logs/timers.json",
-                 "run_logs/training_status.json", "run_logs/stats.jsonl", "run_logs/Player-0.log",
-                 "run_logs/Player-1.log"):
+    for path in (
+        "configuration.yaml",
+        "Balance.onnx",
+        "Balance/checkpoint.pt",
+        "run_logs/timers.json",
+        "run_logs/training_status.json",
+        "run_logs/stats.jsonl",
+        "run_logs/Player-0.log",
+        "run_logs/Player-1.log",
+    ):
         assert (run / path).exists(), path
     status = json.loads((run / "run_logs/training_status.json").read_text())
     assert status["Balance"]["final_checkpoint"]["steps"] >= 4000
     events = EventAccumulator(str(run / "Balance"))
     events.Reload()
     tags = set(events.Tags()["scalars"])
-    assert {"Environment/Cumulative Reward", "Environment/Episode Length", "Policy/Entropy",
-            "Policy/Learning Rate", "Losses/Policy Loss", "Losses/Value Loss", "Perf/mean_env_wait_ms",
-            "Perf/agent_steps_per_s", "StandIn/width"} <= tags, tags
+    assert {
+        "Environment/Cumulative Reward",
+        "Environment/Episode Length",
+        "Policy/Entropy",
+        "Policy/Learning Rate",
+        "Losses/Policy Loss",
+        "Losses/Value Loss",
+        "Perf/mean_env_wait_ms",
+        "Perf/agent_steps_per_s",
+        "StandIn/width",
+    } <= tags, tags
     assert events.Scalars("StandIn/width")[-1].value == 100.0  # --width reached both builds
     assert "--agents" in (run / "run_logs/Player-1.log").read_text()  # --env-args reached the build
     assert_no_build_alive(run)
@@ -130,13 +151,26 @@ def test_a_crashed_worker_is_restarted_and_training_finishes(tmp_path):
 
 def test_past_the_restart_limit_the_run_stops_with_saved_checkpoints(tmp_path):
     config, launcher = setup(tmp_path)
-    result = run_cli(tmp_path, str(config), "--env", launcher, "--run-id=limit", "--max-lifetime-restarts", "1",
-                     "--restarts-rate-limit-n", "-1", env={"STANDIN_CRASH_AFTER": "40"})
+    result = run_cli(
+        tmp_path,
+        str(config),
+        "--env",
+        launcher,
+        "--run-id=limit",
+        "--max-lifetime-restarts",
+        "1",
+        "--restarts-rate-limit-n",
+        "-1",
+        env={"STANDIN_CRASH_AFTER": "40"},
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in result.stderr
-    assert re.match(r"agents-learn: error: worker [01] crashed and is past its restart limit "
-                    r"\(--max-lifetime-restarts 1", lines[0]), lines
+    assert re.match(
+        r"agents-learn: error: worker [01] crashed and is past its restart limit "
+        r"\(--max-lifetime-restarts 1",
+        lines[0],
+    ), lines
     run = tmp_path / "results/limit"
     assert (run / "Balance/checkpoint.pt").exists() and (run / "Balance.onnx").exists()
     assert_no_build_alive(run)
@@ -144,9 +178,21 @@ def test_past_the_restart_limit_the_run_stops_with_saved_checkpoints(tmp_path):
 
 def test_a_hung_build_is_detected_within_timeout_wait(tmp_path):
     config, launcher = setup(tmp_path)
-    result = run_cli(tmp_path, str(config), "--env", launcher, "--run-id=hang", "--timeout-wait", "3",
-                     "--max-lifetime-restarts", "0", env={"STANDIN_HANG_AFTER": "40"})
+    result = run_cli(
+        tmp_path,
+        str(config),
+        "--env",
+        launcher,
+        "--run-id=hang",
+        "--timeout-wait",
+        "3",
+        "--max-lifetime-restarts",
+        "0",
+        env={"STANDIN_HANG_AFTER": "40"},
+    )
     assert result.returncode == 1
-    assert re.match(r"agents-learn: error: worker [01] hung and is past its restart limit", result.stderr), result.stderr
+    assert re.match(r"agents-learn: error: worker [01] hung and is past its restart limit", result.stderr), (
+        result.stderr
+    )
     assert (tmp_path / "results/hang/Balance.onnx").exists()
     assert_no_build_alive(tmp_path / "results/hang")

@@ -48,9 +48,16 @@ class CountingPolicy:
         sampled = np.zeros((n, c), np.float32)
         if c:
             sampled[:, 0] = np.arange(n)  # row of the batch, to check how rows are routed back
-        return ActionInfo(np.asarray(agent_ids, np.int32), ActionTuple(cont, disc), sampled, disc,
-                          np.zeros((n, c), np.float32), np.zeros((n, b), np.float32),
-                          np.zeros(n, np.float32), np.zeros((n, 0), np.float32))
+        return ActionInfo(
+            np.asarray(agent_ids, np.int32),
+            ActionTuple(cont, disc),
+            sampled,
+            disc,
+            np.zeros((n, c), np.float32),
+            np.zeros((n, b), np.float32),
+            np.zeros(n, np.float32),
+            np.zeros((n, 0), np.float32),
+        )
 
     def load_weights(self, weights):
         raise AssertionError("no weights expected")
@@ -127,8 +134,10 @@ class ScriptedPool(EnvWorkerPool):
     num_workers = 2
 
     def __init__(self, fault: WorkerFault | None = None, fault_at: int = 3):
-        self.pools = [InProcessPool(opener=lambda w, i=i: OpenEnv(make_env("3DBall", seed=i, worker_id=i),
-                                                                   lambda: {})) for i in range(2)]
+        self.pools = [
+            InProcessPool(opener=lambda w, i=i: OpenEnv(make_env("3DBall", seed=i, worker_id=i), lambda: {}))
+            for i in range(2)
+        ]
         self.fault, self.fault_at, self.calls = fault, fault_at, 0
         self.restarted: list[int] = []
         self.generations = [0, 0]

@@ -37,7 +37,9 @@ def imports_of(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
     return {m for m in found if m.split(".")[0] in PACKAGES}
@@ -72,7 +74,7 @@ def test_no_import_circles_between_modules():
         stack.append(node)
         for nxt in sorted(graph[node]):
             if state.get(nxt) == 1 and not node.startswith(nxt + "."):  # a submodule using its package is fine
-                circles.append(stack[stack.index(nxt):] + [nxt])
+                circles.append(stack[stack.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, stack)
         stack.pop()

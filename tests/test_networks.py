@@ -66,7 +66,11 @@ def test_normalizer_is_identity_before_update_and_saved_in_state_dict():
     assert float(norm.count) == 0
     norm.update(torch.tensor([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0]]))
     state = norm.state_dict()
-    assert {k: v.dtype for k, v in state.items()} == {"mean": torch.float64, "var": torch.float64, "count": torch.float64}
+    assert {k: v.dtype for k, v in state.items()} == {
+        "mean": torch.float64,
+        "var": torch.float64,
+        "count": torch.float64,
+    }
     other = Normalizer(3)
     other.load_state_dict(state)
     torch.testing.assert_close(other(x), norm(x))
@@ -112,8 +116,9 @@ def test_uint8_images_are_scaled_like_float_images():
 
 
 def test_variable_length_observation_is_refused_by_name():
-    spec = ObservationSpec((5, 4), (DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE),
-                           ObservationType.DEFAULT, "BufferSensor")
+    spec = ObservationSpec(
+        (5, 4), (DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE), ObservationType.DEFAULT, "BufferSensor"
+    )
     with pytest.raises(UnsupportedNetworkError, match="observation 0 .*BufferSensor.*attention"):
         ObservationEncoder([vector_spec(3), spec][1:], SMALL)
 
@@ -187,9 +192,13 @@ def test_log_probs_and_entropy_against_torch_distributions_on_hand_case():
     torch.testing.assert_close(c_lp, normal.log_prob(cont))
     full = torch.distributions.Categorical(logits=torch.tensor([1.0, 2.0, 0.5]))
     allowed = torch.distributions.Categorical(logits=torch.tensor([1.0, 0.5]))  # action 1 masked
-    torch.testing.assert_close(d_lp[:, 0], torch.stack([full.log_prob(torch.tensor(1)), allowed.log_prob(torch.tensor(1))]))
+    torch.testing.assert_close(
+        d_lp[:, 0], torch.stack([full.log_prob(torch.tensor(1)), allowed.log_prob(torch.tensor(1))])
+    )
     gaussian_entropy = normal.entropy().mean()  # ML-Agents: mean over continuous dims, + each branch's
-    torch.testing.assert_close(ent, torch.stack([gaussian_entropy + full.entropy(), gaussian_entropy + allowed.entropy()]))
+    torch.testing.assert_close(
+        ent, torch.stack([gaussian_entropy + full.entropy(), gaussian_entropy + allowed.entropy()])
+    )
     # by hand: N(., sigma) entropy is 0.5 log(2 pi e sigma^2); two equal-ish logits 1 and 0.5
     p = np.exp([1.0, 0.5]) / np.exp([1.0, 0.5]).sum()
     hand = sum(0.5 * math.log(2 * math.pi * math.e) + s for s in (0.3, -0.7)) / 2 - float((p * np.log(p)).sum())
@@ -256,8 +265,11 @@ def test_action_spec_without_actions_is_refused():
 
 
 def test_critic_has_one_value_head_per_reward_signal():
-    critic = Critic([vector_spec(4), visual_spec(20, 20, 3)], NetworkSettings(hidden_units=8, normalize=True),
-                    ["extrinsic", "curiosity"])
+    critic = Critic(
+        [vector_spec(4), visual_spec(20, 20, 3)],
+        NetworkSettings(hidden_units=8, normalize=True),
+        ["extrinsic", "curiosity"],
+    )
     obs = [torch.randn(7, 4), torch.rand(7, 20, 20, 3)]
     critic.update_normalization(obs)
     values = critic(obs)

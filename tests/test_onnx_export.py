@@ -42,8 +42,12 @@ CASES = {
 
 def make_inputs(spec: BehaviorSpec, n: int, seed: int) -> tuple[list[np.ndarray], np.ndarray | None]:
     rng = np.random.default_rng(seed)
-    obs = [(rng.normal(size=(n, *s.shape)) * 3 + 1).astype(np.float32) if len(s.shape) == 1
-           else rng.random((n, *s.shape), dtype=np.float32) for s in spec.observation_specs]
+    obs = [
+        (rng.normal(size=(n, *s.shape)) * 3 + 1).astype(np.float32)
+        if len(s.shape) == 1
+        else rng.random((n, *s.shape), dtype=np.float32)
+        for s in spec.observation_specs
+    ]
     branches = spec.action_spec.discrete_branches
     if not branches:
         return obs, None
@@ -96,12 +100,17 @@ def test_graph_names_shapes_and_constants_as_unity_reads_them(exported):
 
     expected_outputs = [("version_number", [1]), ("memory_size", [1])]
     if c:
-        expected_outputs += [("continuous_actions", ["batch", c]), ("continuous_action_output_shape", [1]),
-                             ("deterministic_continuous_actions", ["batch", c])]
+        expected_outputs += [
+            ("continuous_actions", ["batch", c]),
+            ("continuous_action_output_shape", [1]),
+            ("deterministic_continuous_actions", ["batch", c]),
+        ]
     if branches:
-        expected_outputs += [("discrete_actions", ["batch", len(branches)]),
-                             ("discrete_action_output_shape", [1, len(branches)]),
-                             ("deterministic_discrete_actions", ["batch", len(branches)])]
+        expected_outputs += [
+            ("discrete_actions", ["batch", len(branches)]),
+            ("discrete_action_output_shape", [1, len(branches)]),
+            ("deterministic_discrete_actions", ["batch", len(branches)]),
+        ]
     assert [(o.name, dims(o)) for o in model.graph.output] == expected_outputs
     for o in model.graph.output:
         expected_type = TensorProto.INT64 if "discrete_actions" in o.name else TensorProto.FLOAT
@@ -132,8 +141,9 @@ def test_deterministic_outputs_match_torch_policy(exported, batch):
     result = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds(spec, obs, masks))))
     torch_info = policy.act(obs, masks, np.arange(batch), deterministic=True)
     if spec.action_spec.continuous_size:
-        np.testing.assert_allclose(result["deterministic_continuous_actions"], torch_info.env_actions.continuous,
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            result["deterministic_continuous_actions"], torch_info.env_actions.continuous, rtol=1e-5, atol=1e-6
+        )
     if spec.action_spec.discrete_branches:
         np.testing.assert_array_equal(result["deterministic_discrete_actions"], torch_info.discrete_actions)
 

@@ -33,8 +33,12 @@ SMALL = NetworkSettings(hidden_units=16, num_layers=2, normalize=True)
 
 
 def random_obs(spec: BehaviorSpec, n: int, rng: np.random.Generator) -> list[np.ndarray]:
-    return [rng.normal(size=(n, *s.shape)).astype(np.float32) if len(s.shape) == 1
-            else rng.random((n, *s.shape), dtype=np.float32) for s in spec.observation_specs]
+    return [
+        rng.normal(size=(n, *s.shape)).astype(np.float32)
+        if len(s.shape) == 1
+        else rng.random((n, *s.shape), dtype=np.float32)
+        for s in spec.observation_specs
+    ]
 
 
 def random_masks(spec: BehaviorSpec, n: int, rng: np.random.Generator) -> np.ndarray | None:
@@ -78,9 +82,12 @@ def test_act_shapes_dtypes_and_env_clipping(mix):
     assert isinstance(info, ActionInfo) and len(info) == n
     assert info.agent_ids.dtype == np.int32 and info.agent_ids.tolist() == list(range(10, 15))
     for name, shape, dtype in [
-        ("continuous_actions", (n, c), np.float32), ("discrete_actions", (n, b), np.int32),
-        ("continuous_log_probs", (n, c), np.float32), ("discrete_log_probs", (n, b), np.float32),
-        ("entropy", (n,), np.float32), ("memories", (n, 0), np.float32),
+        ("continuous_actions", (n, c), np.float32),
+        ("discrete_actions", (n, b), np.int32),
+        ("continuous_log_probs", (n, c), np.float32),
+        ("discrete_log_probs", (n, b), np.float32),
+        ("entropy", (n,), np.float32),
+        ("memories", (n, 0), np.float32),
     ]:
         value = getattr(info, name)
         assert value.shape == shape and value.dtype == dtype, name

@@ -37,6 +37,10 @@ def test_hybrid_2c2d_control_without_learning_fails():
 
 @pytest.mark.slow
 def test_basic_reaches_08_within_40k_steps():
-    log = train_env(make_env("Basic", seed=1), config("Basic", max_steps=500_000, threaded=True), seed=1,
-                    until=lambda curve: curve[-1][0] >= 40_000)
+    log = train_env(
+        make_env("Basic", seed=1),
+        config("Basic", max_steps=500_000, threaded=True),
+        seed=1,
+        until=lambda curve: curve[-1][0] >= 40_000,
+    )
     assert max(log.rewards) >= 0.8, log.curve

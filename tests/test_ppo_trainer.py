@@ -48,10 +48,16 @@ def settings(**changes) -> TrainerSettings:
 def make_trainer(seed: int = 0, checkpoints=None, stats_reporter=None, **changes) -> Trainer:
     reporter = stats_reporter if stats_reporter is not None else StatsReporter("Walker")
     behavior_settings = settings(**changes)
-    ppo = PPO(behavior_name="Walker", behavior_spec=SPEC, settings=behavior_settings, stats_reporter=reporter,
-              seed=seed)
-    return Trainer(behavior_name="Walker", settings=behavior_settings, algorithm=ppo, stats_reporter=reporter,
-                   checkpoints=checkpoints)
+    ppo = PPO(
+        behavior_name="Walker", behavior_spec=SPEC, settings=behavior_settings, stats_reporter=reporter, seed=seed
+    )
+    return Trainer(
+        behavior_name="Walker",
+        settings=behavior_settings,
+        algorithm=ppo,
+        stats_reporter=reporter,
+        checkpoints=checkpoints,
+    )
 
 
 def trajectory(seed: int, length: int = 8, done: bool = False, interrupted: bool = False) -> Trajectory:
@@ -151,8 +157,16 @@ def test_summary_written_every_summary_freq_with_ml_agents_tags():
     run_serial(trainer, range(12))  # 96 steps: summaries at 40 and 80
     assert [step for step, _ in capture.windows] == [40, 80]
     second = capture.windows[1][1]
-    for tag in ("Losses/Policy Loss", "Losses/Value Loss", "Policy/Learning Rate", "Policy/Epsilon",
-                "Policy/Beta", "Policy/Extrinsic Value Estimate", "Policy/Extrinsic Reward", "Is Training"):
+    for tag in (
+        "Losses/Policy Loss",
+        "Losses/Value Loss",
+        "Policy/Learning Rate",
+        "Policy/Epsilon",
+        "Policy/Beta",
+        "Policy/Extrinsic Value Estimate",
+        "Policy/Extrinsic Reward",
+        "Is Training",
+    ):
         assert tag in second, tag
     assert second["Is Training"].mean == 1.0
     assert second["Policy/Learning Rate"].mean < 3e-4  # linear schedule has moved
@@ -181,7 +195,11 @@ def test_threaded_matches_serial_for_one_seed_and_seed_matters():
     queue = feed(threaded, range(20))
     thread.start()
     deadline = threading.Event()
-    while threaded.step < 160 or not queue.empty() or len(threaded.algorithm.buffer) > threaded.algorithm.hyperparameters.buffer_size:
+    while (
+        threaded.step < 160
+        or not queue.empty()
+        or len(threaded.algorithm.buffer) > threaded.algorithm.hyperparameters.buffer_size
+    ):
         assert not deadline.wait(0.01) and thread.is_alive()
     stop.set()
     thread.join(10)
@@ -257,7 +275,9 @@ def test_resume_without_checkpoint_says_so(tmp_path):
 
 
 def test_initialize_from_loads_weights_only(tmp_path):
-    source = make_trainer(seed=1, checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, TrainingStatus(tmp_path / "s.json")))
+    source = make_trainer(
+        seed=1, checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, TrainingStatus(tmp_path / "s.json"))
+    )
     run_serial(source, range(8))
     source.save_checkpoint()
     target = make_trainer(seed=2)
@@ -289,8 +309,10 @@ def test_resume_with_other_network_settings_names_the_mismatch(tmp_path):
     first = make_trainer(checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status))
     run_serial(first, range(2))
     first.save_checkpoint()
-    wider = make_trainer(checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status),
-                         network_settings=NetworkSettings(hidden_units=32, num_layers=1, normalize=True))
+    wider = make_trainer(
+        checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status),
+        network_settings=NetworkSettings(hidden_units=32, num_layers=1, normalize=True),
+    )
     with pytest.raises(CheckpointError, match="does not fit behavior 'Walker' as configured.*network_settings"):
         wider.resume()
 
@@ -304,8 +326,15 @@ def test_unsupported_reward_signal_is_named():
 def test_registry_names_missing_trainer_type():
     registry = TrainerRegistry.with_plugins()
     with pytest.raises(UnknownTrainerTypeError, match="'sac' has no trainer.*available: ppo"):
-        registry.create(behavior_name="Walker", behavior_spec=SPEC, settings=settings(trainer_type="sac"),
-                        stats_reporter=StatsReporter("Walker"), checkpoints=None, seed=0, device="cpu")
+        registry.create(
+            behavior_name="Walker",
+            behavior_spec=SPEC,
+            settings=settings(trainer_type="sac"),
+            stats_reporter=StatsReporter("Walker"),
+            checkpoints=None,
+            seed=0,
+            device="cpu",
+        )
 
 
 def test_registry_loads_trainer_plugins_from_entry_points(tmp_path, monkeypatch):
@@ -319,6 +348,13 @@ def test_registry_loads_trainer_plugins_from_entry_points(tmp_path, monkeypatch)
     monkeypatch.syspath_prepend(str(tmp_path))
     registry = TrainerRegistry.with_plugins()
     assert registry.hyperparameter_types["my_ppo"] is PPOSettings
-    trainer = registry.create(behavior_name="Walker", behavior_spec=SPEC, settings=settings(trainer_type="my_ppo"),
-                              stats_reporter=StatsReporter("Walker"), checkpoints=None, seed=0, device="cpu")
+    trainer = registry.create(
+        behavior_name="Walker",
+        behavior_spec=SPEC,
+        settings=settings(trainer_type="my_ppo"),
+        stats_reporter=StatsReporter("Walker"),
+        checkpoints=None,
+        seed=0,
+        device="cpu",
+    )
     assert type(trainer.algorithm).__name__ == "MyPPO"

@@ -16,10 +16,12 @@ from trainers.settings import ConstantSampler, EnvironmentParameterSettings, Les
 
 def options_for(tmp_path, config: str, behavior: str, max_steps: int, **env_changes):
     options = load_run_options(config)
-    behaviors = {behavior: attrs.evolve(options.behavior_settings(behavior), max_steps=max_steps,
-                                        summary_freq=max_steps // 2)}
+    behaviors = {
+        behavior: attrs.evolve(options.behavior_settings(behavior), max_steps=max_steps, summary_freq=max_steps // 2)
+    }
     return attrs.evolve(
-        options, behaviors=behaviors,
+        options,
+        behaviors=behaviors,
         env_settings=attrs.evolve(options.env_settings, env_path=None, seed=3, **env_changes),
         checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=str(tmp_path), run_id="py"),
     )
@@ -27,8 +29,12 @@ def options_for(tmp_path, config: str, behavior: str, max_steps: int, **env_chan
 
 def test_a_python_env_factory_trains_in_process(tmp_path):
     log = RewardLog()
-    outcome = train(options_for(tmp_path, "config/ppo/Basic.yaml", "Basic", 2_000), env_factory=make_basic,
-                    writers=[log], console=False)
+    outcome = train(
+        options_for(tmp_path, "config/ppo/Basic.yaml", "Basic", 2_000),
+        env_factory=make_basic,
+        writers=[log],
+        console=False,
+    )
     assert outcome.steps["Basic"] >= 2_000 and log.rewards
     assert (tmp_path / "py/Basic.onnx").exists()
 
@@ -36,8 +42,9 @@ def test_a_python_env_factory_trains_in_process(tmp_path):
 def test_a_python_env_factory_runs_in_worker_processes_with_env_parameters(tmp_path):
     options = options_for(tmp_path, "config/ppo/3DBall.yaml", "3DBall", 1_000, num_envs=2)
     lesson = Lesson(name="gravity", value=ConstantSampler(value=9.0))
-    options = attrs.evolve(options, environment_parameters={
-        "gravity": EnvironmentParameterSettings(curriculum=(lesson,))})
+    options = attrs.evolve(
+        options, environment_parameters={"gravity": EnvironmentParameterSettings(curriculum=(lesson,))}
+    )
     outcome = train(options, env_factory=make_3dball, console=False)
     assert outcome.steps["3DBall"] >= 1_000
 

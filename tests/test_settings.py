@@ -86,7 +86,12 @@ def test_3dball_values_and_derived_schedules() -> None:
     hp = ball.hyperparameters
     assert isinstance(hp, PPOSettings)
     assert (hp.batch_size, hp.buffer_size, hp.beta, hp.epsilon, hp.lambd, hp.num_epoch) == (
-        64, 12000, 0.001, 0.2, 0.99, 3,
+        64,
+        12000,
+        0.001,
+        0.2,
+        0.99,
+        3,
     )
     assert hp.learning_rate == pytest.approx(3e-4)
     assert hp.learning_rate_schedule is ScheduleType.LINEAR
@@ -95,7 +100,10 @@ def test_3dball_values_and_derived_schedules() -> None:
     assert ball.reward_signals == {RewardSignalType.EXTRINSIC: ExtrinsicSettings(gamma=0.99, strength=1.0)}
     assert ball.reward_signals["extrinsic"].gamma == 0.99  # plain string keys work too
     assert (ball.max_steps, ball.time_horizon, ball.summary_freq, ball.keep_checkpoints) == (
-        500000, 1000, 12000, 5,
+        500000,
+        1000,
+        12000,
+        5,
     )
     # Keys the file leaves out take ML-Agents' defaults.
     assert ball.checkpoint_interval == 500000 and ball.threaded is False and ball.init_path is None
@@ -113,9 +121,16 @@ def test_schedules_follow_learning_rate_schedule_unless_set() -> None:
 def test_sac_and_poca_configs_structure_their_own_hyperparameters() -> None:
     sac = load_run_options(CONFIGS / "sac/3DBall.yaml").behaviors["3DBall"].hyperparameters
     assert sac == SACSettings(
-        learning_rate=3e-4, learning_rate_schedule=ScheduleType.CONSTANT, batch_size=64,
-        buffer_size=200000, buffer_init_steps=0, tau=0.005, steps_per_update=10.0,
-        save_replay_buffer=False, init_entcoef=0.5, reward_signal_steps_per_update=10.0,
+        learning_rate=3e-4,
+        learning_rate_schedule=ScheduleType.CONSTANT,
+        batch_size=64,
+        buffer_size=200000,
+        buffer_init_steps=0,
+        tau=0.005,
+        steps_per_update=10.0,
+        save_replay_buffer=False,
+        init_entcoef=0.5,
+        reward_signal_steps_per_update=10.0,
     )
     poca = load_run_options(CONFIGS / "poca/SoccerTwos.yaml").behaviors["SoccerTwos"]
     assert isinstance(poca.hyperparameters, POCASettings)
@@ -131,8 +146,15 @@ def test_float_strings_and_floats_where_integers_are_meant() -> None:
     pyramids = load_run_options(CONFIGS / "imitation/Pyramids.yaml").behaviors["Pyramids"]
     assert pyramids.max_steps == 10_000_000 and isinstance(pyramids.max_steps, int)
     options = structure_run_options(
-        {"behaviors": {"A": {"max_steps": "5.0e5", "time_horizon": 128.0,
-                             "hyperparameters": {"learning_rate": "3e-4", "batch_size": "32"}}}}
+        {
+            "behaviors": {
+                "A": {
+                    "max_steps": "5.0e5",
+                    "time_horizon": 128.0,
+                    "hyperparameters": {"learning_rate": "3e-4", "batch_size": "32"},
+                }
+            }
+        }
     )
     a = options.behaviors["A"]
     assert (a.max_steps, a.time_horizon, a.hyperparameters.batch_size) == (500000, 128, 32)
@@ -147,7 +169,9 @@ def test_imitation_and_intrinsic_reward_signals() -> None:
     assert gail.network_settings.normalize is True and gail.use_actions is False
     assert crawler.behavioral_cloning == BehavioralCloningSettings(
         demo_path="Project/Assets/ML-Agents/Examples/Crawler/Demos/ExpertCrawler.demo",
-        steps=50000, strength=0.5, samples_per_update=0,
+        steps=50000,
+        strength=0.5,
+        samples_per_update=0,
     )
     pyramids = load_run_options(CONFIGS / "imitation/Pyramids.yaml").behaviors["Pyramids"]
     curiosity = pyramids.reward_signals["curiosity"]
@@ -179,18 +203,25 @@ def test_environment_parameters_samplers_and_curriculum() -> None:
     assert [lesson.name for lesson in big] == ["Lesson0", "Lesson1", "Lesson2", "Lesson3"]
     assert big[0].value == UniformSampler(min_value=0.0, max_value=4.0)
     assert big[0].completion_criteria == CompletionCriteria(
-        behavior="BigWallJump", measure=MeasureType.PROGRESS, signal_smoothing=True,
-        min_lesson_length=100, threshold=0.1,
+        behavior="BigWallJump",
+        measure=MeasureType.PROGRESS,
+        signal_smoothing=True,
+        min_lesson_length=100,
+        threshold=0.1,
     )
     assert big[3].value == ConstantSampler(value=8.0) and big[3].completion_criteria is None
     assert wall["small_wall_height"].curriculum[1].value == ConstantSampler(value=2.0)
 
-    options = structure_run_options({"environment_parameters": {
-        "g": {"sampler_type": "gaussian", "sampler_parameters": {"mean": 2, "st_dev": 0.5, "seed": 7}},
-        "m": {"sampler_type": "multirangeuniform", "sampler_parameters": {"intervals": [[1, 2], [4, 5]]}},
-        "c": 3,
-        "d": {"sampler_type": "uniform"},
-    }})
+    options = structure_run_options(
+        {
+            "environment_parameters": {
+                "g": {"sampler_type": "gaussian", "sampler_parameters": {"mean": 2, "st_dev": 0.5, "seed": 7}},
+                "m": {"sampler_type": "multirangeuniform", "sampler_parameters": {"intervals": [[1, 2], [4, 5]]}},
+                "c": 3,
+                "d": {"sampler_type": "uniform"},
+            }
+        }
+    )
     p = options.environment_parameters
     assert p["g"].curriculum[0].value == GaussianSampler(mean=2.0, st_dev=0.5, seed=7)
     assert p["m"].curriculum[0].value == MultiRangeUniformSampler(intervals=((1.0, 2.0), (4.0, 5.0)))
@@ -206,14 +237,22 @@ def test_defaults_match_mlagents() -> None:
     t = TrainerSettings()
     assert (t.trainer_type, t.max_steps, t.time_horizon, t.summary_freq) == ("ppo", 500000, 64, 50000)
     assert (t.checkpoint_interval, t.keep_checkpoints, t.even_checkpoints, t.threaded) == (
-        500000, 5, False, False,
+        500000,
+        5,
+        False,
+        False,
     )
     assert t.init_path is None and t.self_play is None and t.behavioral_cloning is None
     assert t.reward_signals == {RewardSignalType.EXTRINSIC: ExtrinsicSettings()}
     ppo = t.hyperparameters
     assert isinstance(ppo, PPOSettings)
     assert (ppo.batch_size, ppo.buffer_size, ppo.beta, ppo.epsilon, ppo.lambd, ppo.num_epoch) == (
-        1024, 10240, 5e-3, 0.2, 0.95, 3,
+        1024,
+        10240,
+        5e-3,
+        0.2,
+        0.95,
+        3,
     )
     assert ppo.learning_rate == 3e-4 and ppo.shared_critic is False
     assert ppo.learning_rate_schedule is ScheduleType.LINEAR
@@ -226,7 +265,11 @@ def test_defaults_match_mlagents() -> None:
     assert POCASettings().learning_rate_schedule is ScheduleType.LINEAR
     net = NetworkSettings()
     assert (net.normalize, net.hidden_units, net.num_layers, net.memory, net.deterministic) == (
-        False, 128, 2, None, False,
+        False,
+        128,
+        2,
+        None,
+        False,
     )
     assert net.vis_encode_type is EncoderType.SIMPLE and net.goal_conditioning_type == "hyper"
     assert MemorySettings() == MemorySettings(sequence_length=64, memory_size=128)
@@ -236,14 +279,22 @@ def test_defaults_match_mlagents() -> None:
     assert (gail.learning_rate, gail.use_actions, gail.use_vail) == (3e-4, False, False)
     bc = BehavioralCloningSettings(demo_path="d")
     assert (bc.steps, bc.strength, bc.samples_per_update, bc.num_epoch, bc.batch_size) == (
-        0, 1.0, 0, None, None,
+        0,
+        1.0,
+        0,
+        None,
+        None,
     )
     sp = SelfPlaySettings()
     assert (sp.save_steps, sp.team_change, sp.swap_steps, sp.window) == (20000, 100000, 2000, 10)
     assert (sp.play_against_latest_model_ratio, sp.initial_elo) == (0.5, 1200.0)
     assert CompletionCriteria(behavior="b") == CompletionCriteria(
-        behavior="b", measure=MeasureType.REWARD, min_lesson_length=0, signal_smoothing=True,
-        threshold=0.0, require_reset=False,
+        behavior="b",
+        measure=MeasureType.REWARD,
+        min_lesson_length=0,
+        signal_smoothing=True,
+        threshold=0.0,
+        require_reset=False,
     )
     assert UniformSampler() == UniformSampler(min_value=0.0, max_value=1.0, seed=-1)
     assert GaussianSampler() == GaussianSampler(mean=1.0, st_dev=1.0)
@@ -260,7 +311,12 @@ def test_run_wide_defaults_match_mlagents() -> None:
     assert (eng.target_frame_rate, eng.capture_frame_rate, eng.no_graphics) == (-1, 60, False)
     assert eng.no_graphics_monitor is False
     assert (cp.run_id, cp.initialize_from, cp.resume, cp.force, cp.inference, cp.results_dir) == (
-        "ppo", None, False, False, False, "results",
+        "ppo",
+        None,
+        False,
+        False,
+        False,
+        "results",
     )
     assert cp.write_path == "results/ppo" and cp.run_logs_dir == "results/ppo/run_logs"
     assert o.torch_settings.device is None and o.debug is False
@@ -326,32 +382,40 @@ def test_wrong_types_name_path_expected_type_and_value() -> None:
 
 
 def test_several_errors_are_reported_together() -> None:
-    message = error_of({
-        "behaviors": {
-            "A": {"hyperparameters": {"batchsize": 64, "learning_rate": "fast"}, "max_steps": "lots"},
-            "B": {"network_settings": {"vis_encode_type": "natur_cnn"}},
-        },
-        "torch_setings": {},
-        "debug": "please",
-    })
+    message = error_of(
+        {
+            "behaviors": {
+                "A": {"hyperparameters": {"batchsize": 64, "learning_rate": "fast"}, "max_steps": "lots"},
+                "B": {"network_settings": {"vis_encode_type": "natur_cnn"}},
+            },
+            "torch_setings": {},
+            "debug": "please",
+        }
+    )
     lines = message.splitlines()
     assert lines[0] == "6 problems in the run configuration:"
-    assert sorted(line.strip() for line in lines[1:]) == sorted([
-        "torch_setings: unknown key (did you mean torch_settings?)",
-        "behaviors.A.hyperparameters.batchsize: unknown key (did you mean batch_size?)",
-        "behaviors.A.hyperparameters.learning_rate: expected a number, got 'fast' (str)",
-        "behaviors.A.max_steps: expected an integer, got 'lots' (str)",
-        "behaviors.B.network_settings.vis_encode_type: expected one of simple, nature_cnn, resnet, "
-        "match3, fully_connected, got 'natur_cnn' (str) (did you mean nature_cnn?)",
-        "debug: expected true or false, got 'please' (str)",
-    ])
+    assert sorted(line.strip() for line in lines[1:]) == sorted(
+        [
+            "torch_setings: unknown key (did you mean torch_settings?)",
+            "behaviors.A.hyperparameters.batchsize: unknown key (did you mean batch_size?)",
+            "behaviors.A.hyperparameters.learning_rate: expected a number, got 'fast' (str)",
+            "behaviors.A.max_steps: expected an integer, got 'lots' (str)",
+            "behaviors.B.network_settings.vis_encode_type: expected one of simple, nature_cnn, resnet, "
+            "match3, fully_connected, got 'natur_cnn' (str) (did you mean nature_cnn?)",
+            "debug: expected true or false, got 'please' (str)",
+        ]
+    )
 
 
 def test_structural_and_cross_field_errors_come_together() -> None:
-    message = error_of({"behaviors": {
-        "A": {"hyperparameters": {"batchsize": 1}},
-        "B": {"hyperparameters": {"batch_size": 2048, "buffer_size": 1024}},
-    }})
+    message = error_of(
+        {
+            "behaviors": {
+                "A": {"hyperparameters": {"batchsize": 1}},
+                "B": {"hyperparameters": {"batch_size": 2048, "buffer_size": 1024}},
+            }
+        }
+    )
     assert "behaviors.A.hyperparameters.batchsize: unknown key (did you mean batch_size?)" in message
     assert "behaviors.B: batch_size (2048) must not exceed buffer_size (1024)" in message
 
@@ -384,17 +448,19 @@ def test_legacy_framework_key_is_dropped_with_a_warning(caplog: pytest.LogCaptur
 
 
 def test_cross_field_errors_carry_the_numbers() -> None:
-    message = error_of({
-        "behaviors": {"3DBall": {
-            "hyperparameters": {"batch_size": 2048, "buffer_size": 1024, "learning_rate": -0.1,
-                                "lambd": 1.5},
-            "network_settings": {"memory": {"sequence_length": 4096, "memory_size": 127},
-                                 "hidden_units": 0},
-            "reward_signals": {"extrinsic": {"gamma": 1.0}},
-            "time_horizon": 0,
-        }},
-        "env_settings": {"num_envs": 4},
-    })
+    message = error_of(
+        {
+            "behaviors": {
+                "3DBall": {
+                    "hyperparameters": {"batch_size": 2048, "buffer_size": 1024, "learning_rate": -0.1, "lambd": 1.5},
+                    "network_settings": {"memory": {"sequence_length": 4096, "memory_size": 127}, "hidden_units": 0},
+                    "reward_signals": {"extrinsic": {"gamma": 1.0}},
+                    "time_horizon": 0,
+                }
+            },
+            "env_settings": {"num_envs": 4},
+        }
+    )
     lines = {line.strip() for line in message.splitlines()[1:]}
     assert lines == {
         "behaviors.3DBall: batch_size (2048) must not exceed buffer_size (1024)",
@@ -411,10 +477,19 @@ def test_cross_field_errors_carry_the_numbers() -> None:
 
 
 def test_memory_sequence_length_bounded_by_batch_size() -> None:
-    assert error_of({"behaviors": {"H": {
-        "hyperparameters": {"batch_size": 32, "buffer_size": 64},
-        "network_settings": {"memory": {"sequence_length": 64}},
-    }}}) == "behaviors.H: network_settings.memory.sequence_length (64) must not exceed batch_size (32)"
+    assert (
+        error_of(
+            {
+                "behaviors": {
+                    "H": {
+                        "hyperparameters": {"batch_size": 32, "buffer_size": 64},
+                        "network_settings": {"memory": {"sequence_length": 64}},
+                    }
+                }
+            }
+        )
+        == "behaviors.H: network_settings.memory.sequence_length (64) must not exceed batch_size (32)"
+    )
 
 
 def test_at_least_one_reward_signal_and_gail_demo_path() -> None:
@@ -444,14 +519,28 @@ def test_buffer_not_multiple_of_batch_is_a_warning(caplog: pytest.LogCaptureFixt
 def test_curriculum_rules() -> None:
     lesson = {"name": "L", "value": 1.0}
     crit = {"behavior": "A", "measure": "progress", "threshold": 0.5}
-    message = error_of({"behaviors": {"A": {}}, "environment_parameters": {"p": {"curriculum": [
-        lesson, {"name": "M", "value": 2.0, "completion_criteria": {**crit, "threshold": 1.5}},
-        {"name": "N", "value": {"sampler_type": "uniform",
-                                "sampler_parameters": {"min_value": 3, "max_value": 1}}},
-    ]}}})
+    message = error_of(
+        {
+            "behaviors": {"A": {}},
+            "environment_parameters": {
+                "p": {
+                    "curriculum": [
+                        lesson,
+                        {"name": "M", "value": 2.0, "completion_criteria": {**crit, "threshold": 1.5}},
+                        {
+                            "name": "N",
+                            "value": {
+                                "sampler_type": "uniform",
+                                "sampler_parameters": {"min_value": 3, "max_value": 1},
+                            },
+                        },
+                    ]
+                }
+            },
+        }
+    )
     assert {line.strip() for line in message.splitlines()[1:]} == {
-        "environment_parameters.p.curriculum.0 (L): completion_criteria are required on every "
-        "lesson but the last",
+        "environment_parameters.p.curriculum.0 (L): completion_criteria are required on every lesson but the last",
         "environment_parameters.p.curriculum.1.completion_criteria.threshold: must be between 0 "
         "and 1 for measure progress (got 1.5)",
         "environment_parameters.p.curriculum.2.value: min_value (3.0) must not exceed max_value (1.0)",
@@ -461,12 +550,23 @@ def test_curriculum_rules() -> None:
 def test_last_lesson_criteria_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     crit = {"behavior": "A", "measure": "reward", "threshold": 0.5}
     with caplog.at_level(logging.WARNING):
-        options = structure_run_options({"behaviors": {"A": {}}, "environment_parameters": {
-            "p": {"curriculum": [{"name": "L0", "value": 1, "completion_criteria": crit},
-                                 {"name": "L1", "value": 2, "completion_criteria": crit}]}}})
+        options = structure_run_options(
+            {
+                "behaviors": {"A": {}},
+                "environment_parameters": {
+                    "p": {
+                        "curriculum": [
+                            {"name": "L0", "value": 1, "completion_criteria": crit},
+                            {"name": "L1", "value": 2, "completion_criteria": crit},
+                        ]
+                    }
+                },
+            }
+        )
     assert options.environment_parameters["p"].curriculum[1].completion_criteria is not None
-    assert ("environment_parameters.p.curriculum.1 (L1): the last lesson's completion_criteria "
-            "are ignored") in caplog.messages
+    assert (
+        "environment_parameters.p.curriculum.1 (L1): the last lesson's completion_criteria are ignored"
+    ) in caplog.messages
 
 
 def test_environment_parameter_shape_errors() -> None:
@@ -474,10 +574,9 @@ def test_environment_parameter_shape_errors() -> None:
         "environment_parameters.b: expected a number, a sampler {sampler_type, sampler_parameters} "
         "or {curriculum: [lessons]}, got keys x"
     )
-    assert error_of({"environment_parameters": {"d": {"sampler_type": "gaussian",
-                                                      "sampler_parameters": {"stdev": 2}}}}) == (
-        "environment_parameters.d.sampler_parameters.stdev: unknown key (did you mean st_dev?)"
-    )
+    assert error_of(
+        {"environment_parameters": {"d": {"sampler_type": "gaussian", "sampler_parameters": {"stdev": 2}}}}
+    ) == ("environment_parameters.d.sampler_parameters.stdev: unknown key (did you mean st_dev?)")
     assert error_of({"environment_parameters": {"d": {"sampler_type": "unifrom"}}}) == (
         "environment_parameters.d.sampler_type: expected one of constant, uniform, gaussian, "
         "multirangeuniform, got 'unifrom' (str) (did you mean uniform?)"
@@ -502,14 +601,18 @@ def test_default_settings_are_deep_merged_under_every_behavior() -> None:
 
 
 def test_default_settings_merge_adds_reward_signals_and_respects_trainer_type() -> None:
-    options = structure_run_options({
-        "default_settings": {"hyperparameters": {"beta": 0.1, "batch_size": 32, "buffer_size": 64},
-                             "reward_signals": {"extrinsic": {"gamma": 0.9}}},
-        "behaviors": {
-            "P": {"reward_signals": {"curiosity": {"strength": 0.1}}},
-            "S": {"trainer_type": "sac"},
-        },
-    })
+    options = structure_run_options(
+        {
+            "default_settings": {
+                "hyperparameters": {"beta": 0.1, "batch_size": 32, "buffer_size": 64},
+                "reward_signals": {"extrinsic": {"gamma": 0.9}},
+            },
+            "behaviors": {
+                "P": {"reward_signals": {"curiosity": {"strength": 0.1}}},
+                "S": {"trainer_type": "sac"},
+            },
+        }
+    )
     p = options.behaviors["P"]
     assert set(p.reward_signals) == {RewardSignalType.EXTRINSIC, RewardSignalType.CURIOSITY}
     assert p.reward_signals["extrinsic"].gamma == 0.9 and p.hyperparameters.beta == 0.1
@@ -519,8 +622,7 @@ def test_default_settings_merge_adds_reward_signals_and_respects_trainer_type() 
 
 
 def test_errors_in_default_settings_are_reported_once() -> None:
-    assert error_of({"default_settings": {"hyperparameters": {"batchsize": 1}},
-                     "behaviors": {"A": {}, "B": {}}}) == (
+    assert error_of({"default_settings": {"hyperparameters": {"batchsize": 1}}, "behaviors": {"A": {}, "B": {}}}) == (
         "default_settings.hyperparameters.batchsize: unknown key (did you mean batch_size?)"
     )
 
@@ -569,17 +671,23 @@ def test_plugin_trainer_type_structures_through_the_registry() -> None:
     options = structure_run_options(data, hyperparameter_types=types)
     assert options.behaviors["A"].hyperparameters == MyHyperparameters(temperature=0.5)
     assert structure_run_options(unstructure_run_options(options), hyperparameter_types=types) == options
-    assert str(pytest.raises(ConfigError, structure_run_options,
-                             {"behaviors": {"A": {"trainer_type": "mine",
-                                                  "hyperparameters": {"temperatur": 1}}}},
-                             hyperparameter_types=types).value) == (
-        "behaviors.A.hyperparameters.temperatur: unknown key (did you mean temperature?)"
-    )
+    assert str(
+        pytest.raises(
+            ConfigError,
+            structure_run_options,
+            {"behaviors": {"A": {"trainer_type": "mine", "hyperparameters": {"temperatur": 1}}}},
+            hyperparameter_types=types,
+        ).value
+    ) == ("behaviors.A.hyperparameters.temperatur: unknown key (did you mean temperature?)")
     # Cross-field rules apply to a plugin's batch/buffer too.
-    assert "batch_size (512) must not exceed buffer_size (256)" in str(pytest.raises(
-        ConfigError, structure_run_options,
-        {"behaviors": {"A": {"trainer_type": "mine", "hyperparameters": {"batch_size": 512}}}},
-        hyperparameter_types=types).value)
+    assert "batch_size (512) must not exceed buffer_size (256)" in str(
+        pytest.raises(
+            ConfigError,
+            structure_run_options,
+            {"behaviors": {"A": {"trainer_type": "mine", "hyperparameters": {"batch_size": 512}}}},
+            hyperparameter_types=types,
+        ).value
+    )
     # The built-in registry is untouched: no global state.
     with pytest.raises(UnknownTrainerTypeError):
         structure_run_options(data)
@@ -594,9 +702,16 @@ def test_configuration_yaml_is_plain_and_complete(tmp_path: Path) -> None:
     path = tmp_path / "results" / "ball" / "configuration.yaml"
     write_configuration(options, path)
     written = yaml.safe_load(path.read_text())
-    assert list(written) == ["behaviors", "default_settings", "environment_parameters",
-                             "env_settings", "engine_settings", "checkpoint_settings",
-                             "torch_settings", "debug"]
+    assert list(written) == [
+        "behaviors",
+        "default_settings",
+        "environment_parameters",
+        "env_settings",
+        "engine_settings",
+        "checkpoint_settings",
+        "torch_settings",
+        "debug",
+    ]
     ball = written["behaviors"]["3DBall"]
     assert ball["hyperparameters"]["batch_size"] == 64
     assert ball["hyperparameters"]["learning_rate_schedule"] == "linear"
@@ -609,18 +724,32 @@ finite = st.floats(min_value=1e-6, max_value=1e3, allow_nan=False, allow_infinit
 
 @settings(max_examples=40, deadline=None)
 @given(
-    batch=st.integers(1, 512), extra=st.integers(0, 4096), lr=finite, beta=finite,
-    schedule=st.sampled_from([None, "constant", "linear"]), max_steps=st.integers(0, 10**9),
-    gamma=st.floats(min_value=0.01, max_value=0.999), hidden=st.integers(1, 1024),
+    batch=st.integers(1, 512),
+    extra=st.integers(0, 4096),
+    lr=finite,
+    beta=finite,
+    schedule=st.sampled_from([None, "constant", "linear"]),
+    max_steps=st.integers(0, 10**9),
+    gamma=st.floats(min_value=0.01, max_value=0.999),
+    hidden=st.integers(1, 1024),
 )
 def test_round_trip_property(batch, extra, lr, beta, schedule, max_steps, gamma, hidden) -> None:
-    data = {"behaviors": {"B": {
-        "hyperparameters": {"batch_size": batch, "buffer_size": batch + extra, "learning_rate": lr,
-                            "beta": beta, "beta_schedule": schedule},
-        "network_settings": {"hidden_units": hidden},
-        "reward_signals": {"extrinsic": {"gamma": gamma}},
-        "max_steps": max_steps,
-    }}}
+    data = {
+        "behaviors": {
+            "B": {
+                "hyperparameters": {
+                    "batch_size": batch,
+                    "buffer_size": batch + extra,
+                    "learning_rate": lr,
+                    "beta": beta,
+                    "beta_schedule": schedule,
+                },
+                "network_settings": {"hidden_units": hidden},
+                "reward_signals": {"extrinsic": {"gamma": gamma}},
+                "max_steps": max_steps,
+            }
+        }
+    }
     options = structure_run_options(data)
     again = structure_run_options(yaml.safe_load(yaml.safe_dump(unstructure_run_options(options))))
     assert again == options

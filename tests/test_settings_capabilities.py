@@ -25,21 +25,21 @@ PPO_ONLY = frozenset({"ppo"})
 # Every example config of ML-Agents that needs something agents-learn lacks, and what.
 REFUSED = {
     "imitation/Crawler.yaml": [
-        'behaviors.Crawler.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it',
-        'behaviors.Crawler.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section',
+        "behaviors.Crawler.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
+        "behaviors.Crawler.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section",
     ],
     "imitation/Hallway.yaml": [
-        'behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section',
-        'behaviors.Hallway.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it',
+        "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section",
+        "behaviors.Hallway.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
     ],
     "imitation/PushBlock.yaml": [
-        'behaviors.PushBlock.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it',
-        'behaviors.PushBlock.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section',
+        "behaviors.PushBlock.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
+        "behaviors.PushBlock.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section",
     ],
     "imitation/Pyramids.yaml": [
-        'behaviors.Pyramids.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic is); remove it',
-        'behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it',
-        'behaviors.Pyramids.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section',
+        "behaviors.Pyramids.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic is); remove it",
+        "behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
+        "behaviors.Pyramids.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section",
     ],
     "poca/DungeonEscape.yaml": [
         "behaviors.DungeonEscape.trainer_type: 'poca' has no trainer yet (available: ppo)",
@@ -49,33 +49,33 @@ REFUSED = {
     ],
     "poca/SoccerTwos.yaml": [
         "behaviors.SoccerTwos.trainer_type: 'poca' has no trainer yet (available: ppo)",
-        'behaviors.SoccerTwos.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section',
+        "behaviors.SoccerTwos.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
     ],
     "poca/StrikersVsGoalie.yaml": [
         "behaviors.Goalie.trainer_type: 'poca' has no trainer yet (available: ppo)",
-        'behaviors.Goalie.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section',
+        "behaviors.Goalie.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
         "behaviors.Striker.trainer_type: 'poca' has no trainer yet (available: ppo)",
-        'behaviors.Striker.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section',
+        "behaviors.Striker.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
     ],
     "ppo/3DBall_randomize.yaml": [
-        'environment_parameters.mass: samplers are not supported yet (uniform); use a constant value',
-        'environment_parameters.scale: samplers are not supported yet (uniform); use a constant value',
+        "environment_parameters.mass: samplers are not supported yet (uniform); use a constant value",
+        "environment_parameters.scale: samplers are not supported yet (uniform); use a constant value",
     ],
     "ppo/Hallway.yaml": [
-        'behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section',
+        "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section",
     ],
     "ppo/Pyramids.yaml": [
-        'behaviors.Pyramids.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic is); remove it',
+        "behaviors.Pyramids.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic is); remove it",
     ],
     "ppo/PyramidsRND.yaml": [
-        'behaviors.Pyramids.reward_signals.rnd: the rnd reward signal is not supported yet (only extrinsic is); remove it',
+        "behaviors.Pyramids.reward_signals.rnd: the rnd reward signal is not supported yet (only extrinsic is); remove it",
     ],
     "ppo/Sorter_curriculum.yaml": [
-        'environment_parameters.num_tiles: curricula are not supported yet (10 lessons); use a constant value',
+        "environment_parameters.num_tiles: curricula are not supported yet (10 lessons); use a constant value",
     ],
     "ppo/WallJump_curriculum.yaml": [
-        'environment_parameters.big_wall_height: curricula are not supported yet (4 lessons); use a constant value',
-        'environment_parameters.small_wall_height: curricula are not supported yet (4 lessons); use a constant value',
+        "environment_parameters.big_wall_height: curricula are not supported yet (4 lessons); use a constant value",
+        "environment_parameters.small_wall_height: curricula are not supported yet (4 lessons); use a constant value",
     ],
     "sac/3DBall.yaml": [
         "behaviors.3DBall.trainer_type: 'sac' has no trainer yet (available: ppo)",
@@ -97,14 +97,14 @@ REFUSED = {
     ],
     "sac/Hallway.yaml": [
         "behaviors.Hallway.trainer_type: 'sac' has no trainer yet (available: ppo)",
-        'behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section',
+        "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section",
     ],
     "sac/PushBlock.yaml": [
         "behaviors.PushBlock.trainer_type: 'sac' has no trainer yet (available: ppo)",
     ],
     "sac/Pyramids.yaml": [
         "behaviors.Pyramids.trainer_type: 'sac' has no trainer yet (available: ppo)",
-        'behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it',
+        "behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
     ],
     "sac/Walker.yaml": [
         "behaviors.Walker.trainer_type: 'sac' has no trainer yet (available: ppo)",
@@ -117,7 +117,21 @@ REFUSED = {
         "behaviors.Worm.trainer_type: 'sac' has no trainer yet (available: ppo)",
     ],
 }
-ACCEPTED = ['ppo/3DBall.yaml', 'ppo/3DBallHard.yaml', 'ppo/Basic.yaml', 'ppo/Crawler.yaml', 'ppo/FoodCollector.yaml', 'ppo/GridWorld.yaml', 'ppo/Match3.yaml', 'ppo/PushBlock.yaml', 'ppo/Visual3DBall.yaml', 'ppo/VisualFoodCollector.yaml', 'ppo/Walker.yaml', 'ppo/WallJump.yaml', 'ppo/Worm.yaml']
+ACCEPTED = [
+    "ppo/3DBall.yaml",
+    "ppo/3DBallHard.yaml",
+    "ppo/Basic.yaml",
+    "ppo/Crawler.yaml",
+    "ppo/FoodCollector.yaml",
+    "ppo/GridWorld.yaml",
+    "ppo/Match3.yaml",
+    "ppo/PushBlock.yaml",
+    "ppo/Visual3DBall.yaml",
+    "ppo/VisualFoodCollector.yaml",
+    "ppo/Walker.yaml",
+    "ppo/WallJump.yaml",
+    "ppo/Worm.yaml",
+]
 
 
 def config_id(path: Path) -> str:
@@ -181,9 +195,14 @@ def test_plugin_trainer_types_are_allowed_and_own_their_components() -> None:
 
 
 def test_default_settings_are_checked_since_they_train_unlisted_behaviors() -> None:
-    options = structure_run_options({"default_settings": {
-        "trainer_type": "sac", "network_settings": {"memory": {"memory_size": 16}},
-    }})
+    options = structure_run_options(
+        {
+            "default_settings": {
+                "trainer_type": "sac",
+                "network_settings": {"memory": {"memory_size": 16}},
+            }
+        }
+    )
     assert check_capabilities(options, PPO_ONLY) == [
         "default_settings.trainer_type: 'sac' has no trainer yet (available: ppo)",
         "default_settings.network_settings.memory: recurrent memory (LSTM) is not supported yet; "
@@ -192,8 +211,7 @@ def test_default_settings_are_checked_since_they_train_unlisted_behaviors() -> N
 
 
 def test_unused_extrinsic_network_settings_are_refused_when_set() -> None:
-    data = {"behaviors": {"A": {"reward_signals": {"extrinsic": {
-        "network_settings": {"hidden_units": 64}}}}}}
+    data = {"behaviors": {"A": {"reward_signals": {"extrinsic": {"network_settings": {"hidden_units": 64}}}}}}
     assert check_capabilities(structure_run_options(data), PPO_ONLY) == [
         "behaviors.A.reward_signals.extrinsic.network_settings: the extrinsic reward has no "
         "network, so these settings would be ignored; remove them"
@@ -203,28 +221,47 @@ def test_unused_extrinsic_network_settings_are_refused_when_set() -> None:
 
 
 def test_constants_and_one_lesson_constant_curricula_are_accepted() -> None:
-    options = structure_run_options({"behaviors": {"A": {}}, "environment_parameters": {
-        "mass": 2.5,
-        "gravity": {"sampler_type": "constant", "sampler_parameters": {"value": 9.8}},
-        "size": {"curriculum": [{"name": "only", "value": 3}]},
-        "noise": {"sampler_type": "gaussian", "sampler_parameters": {"mean": 0, "st_dev": 1}},
-        "spread": {"curriculum": [{"name": "only", "value": {
-            "sampler_type": "multirangeuniform", "sampler_parameters": {"intervals": [[0, 1]]}}}]},
-    }})
+    options = structure_run_options(
+        {
+            "behaviors": {"A": {}},
+            "environment_parameters": {
+                "mass": 2.5,
+                "gravity": {"sampler_type": "constant", "sampler_parameters": {"value": 9.8}},
+                "size": {"curriculum": [{"name": "only", "value": 3}]},
+                "noise": {"sampler_type": "gaussian", "sampler_parameters": {"mean": 0, "st_dev": 1}},
+                "spread": {
+                    "curriculum": [
+                        {
+                            "name": "only",
+                            "value": {
+                                "sampler_type": "multirangeuniform",
+                                "sampler_parameters": {"intervals": [[0, 1]]},
+                            },
+                        }
+                    ]
+                },
+            },
+        }
+    )
     assert check_capabilities(options, PPO_ONLY) == [
         "environment_parameters.noise: samplers are not supported yet (gaussian); use a constant value",
-        "environment_parameters.spread: samplers are not supported yet (multirangeuniform); use a "
-        "constant value",
+        "environment_parameters.spread: samplers are not supported yet (multirangeuniform); use a constant value",
     ]
 
 
 def test_behavioral_cloning_and_self_play_sections_are_never_ignored() -> None:
-    options = structure_run_options({"behaviors": {"A": {
-        "behavioral_cloning": {"demo_path": "x.demo"}, "self_play": {},
-    }}})
+    options = structure_run_options(
+        {
+            "behaviors": {
+                "A": {
+                    "behavioral_cloning": {"demo_path": "x.demo"},
+                    "self_play": {},
+                }
+            }
+        }
+    )
     assert check_capabilities(options, PPO_ONLY) == [
-        "behaviors.A.self_play: self-play (the ghost trainer) is not supported yet; remove the "
-        "self_play section",
+        "behaviors.A.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
         "behaviors.A.behavioral_cloning: behavioral cloning is not supported yet; remove the "
         "behavioral_cloning section",
     ]

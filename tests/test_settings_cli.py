@@ -71,9 +71,7 @@ def test_duplicate_key_is_refused_with_both_lines(tmp_path: Path) -> None:
     path = write(tmp_path, "behaviors:\n  A:\n    max_steps: 10\n  A:\n    max_steps: 20\n")
     with pytest.raises(ConfigError) as info:
         load_run_options(path)
-    assert str(info.value) == (
-        f"{path}: malformed YAML at line 4, column 3: duplicate key 'A' (first at line 2)"
-    )
+    assert str(info.value) == (f"{path}: malformed YAML at line 4, column 3: duplicate key 'A' (first at line 2)")
 
 
 def test_config_errors_from_a_file_start_with_its_name(tmp_path: Path) -> None:
@@ -111,11 +109,14 @@ def yaml_options(tmp_path: Path, sections: str) -> RunOptions:
 
 
 def test_typed_flags_override_yaml_untyped_keep_it(tmp_path: Path) -> None:
-    options = yaml_options(tmp_path, (
-        "env_settings:\n  env_path: build/ball.x86_64\n  seed: 42\n  base_port: 6000\n"
-        "checkpoint_settings:\n  run_id: from-yaml\n"
-        "engine_settings:\n  time_scale: 5\n"
-    ))
+    options = yaml_options(
+        tmp_path,
+        (
+            "env_settings:\n  env_path: build/ball.x86_64\n  seed: 42\n  base_port: 6000\n"
+            "checkpoint_settings:\n  run_id: from-yaml\n"
+            "engine_settings:\n  time_scale: 5\n"
+        ),
+    )
     new = apply_cli_overrides(options, {"run_id": "typed", "num_envs": 3, "width": 160})
     assert new.checkpoint_settings.run_id == "typed"
     assert new.env_settings.num_envs == 3 and new.engine_settings.width == 160
@@ -128,13 +129,31 @@ def test_typed_flags_override_yaml_untyped_keep_it(tmp_path: Path) -> None:
 
 def test_every_dest_reaches_its_yaml_key(ball: RunOptions) -> None:
     values = {
-        "env": "builtin:3DBall", "env_args": ["--level", "2"], "base_port": 6005, "num_envs": 2,
-        "num_areas": 3, "timeout_wait": 30, "seed": 7, "max_lifetime_restarts": -1,
-        "restarts_rate_limit_n": 4, "restarts_rate_limit_period_s": 10, "width": 100,
-        "height": 50, "quality_level": 1, "time_scale": 1.5, "target_frame_rate": 30,
-        "capture_frame_rate": 0, "no_graphics": True, "no_graphics_monitor": True,
-        "run_id": "r", "force": True, "train_model": True, "inference": True,
-        "results_dir": "out", "torch_device": "cuda:1", "debug": True,
+        "env": "builtin:3DBall",
+        "env_args": ["--level", "2"],
+        "base_port": 6005,
+        "num_envs": 2,
+        "num_areas": 3,
+        "timeout_wait": 30,
+        "seed": 7,
+        "max_lifetime_restarts": -1,
+        "restarts_rate_limit_n": 4,
+        "restarts_rate_limit_period_s": 10,
+        "width": 100,
+        "height": 50,
+        "quality_level": 1,
+        "time_scale": 1.5,
+        "target_frame_rate": 30,
+        "capture_frame_rate": 0,
+        "no_graphics": True,
+        "no_graphics_monitor": True,
+        "run_id": "r",
+        "force": True,
+        "train_model": True,
+        "inference": True,
+        "results_dir": "out",
+        "torch_device": "cuda:1",
+        "debug": True,
     }
     assert set(values) | {"initialize_from", "load_model", "resume"} == set(CLI_DESTS)
     new = apply_cli_overrides(ball, values)
@@ -237,13 +256,14 @@ def test_new_warnings_only_are_logged(ball: RunOptions, caplog: pytest.LogCaptur
 
 def test_flag_names() -> None:
     assert [flag_name(d) for d in ("env", "num_envs", "load_model", "torch_device")] == [
-        "--env", "--num-envs", "--load", "--torch-device",
+        "--env",
+        "--num-envs",
+        "--load",
+        "--torch-device",
     ]
 
 
-def test_configuration_that_cannot_be_written_is_a_checkpoint_error(
-    ball: RunOptions, tmp_path: Path
-) -> None:
+def test_configuration_that_cannot_be_written_is_a_checkpoint_error(ball: RunOptions, tmp_path: Path) -> None:
     blocker = write(tmp_path, "not a folder\n", "results")
     with pytest.raises(CheckpointError, match="cannot write the configuration"):
         write_configuration(ball, blocker / "run" / "configuration.yaml")

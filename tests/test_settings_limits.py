@@ -84,11 +84,16 @@ def test_one_wide_layer_is_refused_too() -> None:
 
 
 def test_reward_signal_networks_are_sized_too() -> None:
-    data = {"behaviors": {"A": {"reward_signals": {
-        "extrinsic": {}, "curiosity": {"network_settings": {"hidden_units": 100_000}}}}}}
+    data = {
+        "behaviors": {
+            "A": {"reward_signals": {"extrinsic": {}, "curiosity": {"network_settings": {"hidden_units": 100_000}}}}
+        }
+    }
     (error,) = errors_of(structure_run_options, data)
-    assert error.startswith("behaviors.A.reward_signals.curiosity.network_settings: hidden_units "
-                            "(100000) x num_layers (2) make the network at least 1e+10 parameters")
+    assert error.startswith(
+        "behaviors.A.reward_signals.curiosity.network_settings: hidden_units "
+        "(100000) x num_layers (2) make the network at least 1e+10 parameters"
+    )
 
 
 def test_zero_units_or_layers_are_refused() -> None:

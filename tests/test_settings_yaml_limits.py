@@ -100,9 +100,7 @@ def test_integer_too_long_for_python_is_a_config_error(tmp_path: Path) -> None:
     path.write_text("default_settings:\n  max_steps: " + "9" * 5000 + "\n")
     with pytest.raises(ConfigError) as info:
         load_run_options(path)
-    assert str(info.value) == (
-        f"{path}: malformed YAML at line 2, column 14: integer too long (5000 characters)"
-    )
+    assert str(info.value) == (f"{path}: malformed YAML at line 2, column 14: integer too long (5000 characters)")
 
 
 def test_error_messages_show_values_in_bounded_length() -> None:
@@ -111,10 +109,14 @@ def test_error_messages_show_values_in_bounded_length() -> None:
         structure_run_options({"default_settings": {"max_steps": huge, "time_horizon": "x" * 10_000}})
     lines = str(info.value).splitlines()
     assert len(str(info.value)) < 600
-    assert any(line.strip().startswith("default_settings.max_steps: expected an integer, got [[[0, 1")
-               and line.endswith("... (list)") for line in lines)
-    assert any(line.strip().startswith("default_settings.time_horizon: expected an integer, got 'xxx")
-               for line in lines)
+    assert any(
+        line.strip().startswith("default_settings.max_steps: expected an integer, got [[[0, 1")
+        and line.endswith("... (list)")
+        for line in lines
+    )
+    assert any(
+        line.strip().startswith("default_settings.time_horizon: expected an integer, got 'xxx") for line in lines
+    )
 
 
 def test_long_keys_are_shortened_in_paths() -> None:

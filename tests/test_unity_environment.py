@@ -159,8 +159,9 @@ def test_two_behaviors_spec_arrives_with_first_agents(make_env):
 
 def test_engine_and_parameter_channels_answered_through_stats(make_env, tmp_path):
     engine, parameters, stats = EngineConfigurationChannel(), EnvironmentParametersChannel(), StatsSideChannel()
-    env = make_env("--scene", "balance", side_channels=[engine, parameters, stats],
-                   log_folder=str(tmp_path), no_graphics=True)
+    env = make_env(
+        "--scene", "balance", side_channels=[engine, parameters, stats], log_folder=str(tmp_path), no_graphics=True
+    )
     engine.set_configuration_parameters(time_scale=7.0)
     parameters.set_float_parameter("gravity", 3.5)
     env.reset()
@@ -423,6 +424,9 @@ def test_runtime_packages_never_import_test_support():
                     names = [node.module]
                 else:
                     continue
-                offenders += [f"{path.relative_to(root)}: {n}" for n in names
-                              if n == "tests" or n.startswith("tests.") or n.endswith(".standin")]
+                offenders += [
+                    f"{path.relative_to(root)}: {n}"
+                    for n in names
+                    if n == "tests" or n.startswith("tests.") or n.endswith(".standin")
+                ]
     assert offenders == []

@@ -164,13 +164,15 @@ def test_every_message_type_is_byte_compatible_with_stock(built_modules, stock_p
         message = cls()
         fill(message)
         ours[f"{module_name}:{dotted}"] = message
-    request = {
-        key: base64.b64encode(m.SerializeToString(deterministic=True)).decode() for key, m in ours.items()
-    }
+    request = {key: base64.b64encode(m.SerializeToString(deterministic=True)).decode() for key, m in ours.items()}
     script = STOCK_SCRIPT.format(fill=textwrap.dedent(inspect.getsource(fill)))
     result = subprocess.run(
-        [stock_python, "-c", script], input=json.dumps(request), capture_output=True, text=True,
-        timeout=120, check=True,
+        [stock_python, "-c", script],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     answer = json.loads(result.stdout)
     assert answer.pop("__runtime__") == ["3.20.3", "python"]
@@ -194,8 +196,9 @@ def test_fill_sets_fields_so_the_comparison_means_something(built_modules):
 
 
 def _run(code: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
-                          text=True, timeout=60, cwd=REPO)
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60, cwd=REPO
+    )
 
 
 @pytest.mark.parametrize(

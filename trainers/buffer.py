@@ -9,7 +9,8 @@ Reward streams are columns (``[B, S]``, one per reward signal, in signal order).
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import attrs
 import numpy as np
@@ -60,8 +61,9 @@ class RolloutArrays:
     values: np.ndarray  # [N, S] float32
 
     @staticmethod
-    def allocate(capacity: int, n_sensors: int, continuous_size: int, discrete_branches: Sequence[int],
-                 streams: int) -> RolloutArrays:
+    def allocate(
+        capacity: int, n_sensors: int, continuous_size: int, discrete_branches: Sequence[int], streams: int
+    ) -> RolloutArrays:
         return RolloutArrays(
             obs=[None] * n_sensors,
             action_masks=np.zeros((capacity, int(sum(discrete_branches))), bool),
@@ -99,11 +101,18 @@ class UpdateBuffer:
     ``capacity`` is a first guess (buffer_size + time_horizon); it grows if needed.
     """
 
-    def __init__(self, obs_shapes: Sequence[tuple[int, ...]], continuous_size: int, discrete_branches: Sequence[int],
-                 streams: int, capacity: int):
+    def __init__(
+        self,
+        obs_shapes: Sequence[tuple[int, ...]],
+        continuous_size: int,
+        discrete_branches: Sequence[int],
+        streams: int,
+        capacity: int,
+    ):
         self._obs_shapes = [tuple(s) for s in obs_shapes]
-        self._arrays = RolloutArrays.allocate(capacity, len(self._obs_shapes), continuous_size, discrete_branches,
-                                              streams)
+        self._arrays = RolloutArrays.allocate(
+            capacity, len(self._obs_shapes), continuous_size, discrete_branches, streams
+        )
         self._capacity = capacity
         self._size = 0
 

@@ -146,8 +146,9 @@ class BehaviorCheckpoints:
     def latest_path(self) -> Path:
         return self.directory / LATEST_CHECKPOINT
 
-    def save(self, step: int, state: dict[str, Any], export_onnx: Callable[[Path], None],
-             reward: float | None) -> CheckpointRecord:
+    def save(
+        self, step: int, state: dict[str, Any], export_onnx: Callable[[Path], None], reward: float | None
+    ) -> CheckpointRecord:
         """Write ``<B>-<step>.pt``, ``<B>-<step>.onnx`` and ``checkpoint.pt``; drop the oldest."""
         self.directory.mkdir(parents=True, exist_ok=True)
         pt_path = self.directory / f"{self.behavior}-{step}.pt"
@@ -192,8 +193,9 @@ def load_state(path: Path) -> dict[str, Any]:
     except OSError as error:
         raise CheckpointError(f"{path}: cannot read checkpoint ({error.strerror or error})") from None
     if not is_archive:
-        raise CheckpointError(f"{path}: not a checkpoint (not a file written by torch.save); "
-                              "was it truncated or replaced?")
+        raise CheckpointError(
+            f"{path}: not a checkpoint (not a file written by torch.save); was it truncated or replaced?"
+        )
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as error:

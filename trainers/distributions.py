@@ -72,6 +72,4 @@ def categorical_entropy(log_probs: Tensor) -> Tensor:
 def gather_log_probs(log_probs: Sequence[Tensor], actions: Tensor) -> Tensor:
     """Log-prob of the chosen index in each branch: actions [B, b] int -> [B, b]."""
     actions = actions.long()
-    return torch.cat(
-        [lp.gather(1, actions[:, i : i + 1]) for i, lp in enumerate(log_probs)], dim=1
-    )
+    return torch.cat([lp.gather(1, actions[:, i : i + 1]) for i, lp in enumerate(log_probs)], dim=1)

@@ -23,8 +23,9 @@ inputs (no hypernetwork conditioning).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 import torch
 from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpec
@@ -63,21 +64,43 @@ MIN_RESOLUTION = {"simple": 20, "nature_cnn": 36, "resnet": 15, "match3": 5, "fu
 # ---------------------------------------------------------------- initialisation
 
 
-def _init_hidden(module: nn.Module, generator: torch.Generator | None) -> None:
-    """He-normal weights (std sqrt(2 / fan_in)) and zero biases for every Linear/Conv2d."""
-    for layer in module.modules():
-        if isinstance(layer, (nn.Linear, nn.Conv2d)):
-            nn.init.kaiming_normal_(layer.weight, generator=generator)
-            if layer.bias is not None:
-                nn.init.zeros_(layer.bias)
+# As ML-Agents initialises its layers (so tuned configurations start from the same place):
+# dense layers draw N(0, gain^2 / fan_in) ("KaimingHeNormal" with a linear gain) and start with
+# zero biases: gain 1 in the hidden MLP, 1.41 for the dense layer after a visual encoder's
+# convolutions, 0.2 for the Gaussian mean head and 0.1 for the discrete logits head, so the
+# first policy is near uniform. Convolutions keep torch's default (Kaiming-uniform, a=sqrt(5)).
+VISUAL_DENSE_GAIN = 1.41
+CONTINUOUS_HEAD_GAIN = 0.2
+DISCRETE_HEAD_GAIN = 0.1
 
 
-def _init_head(layer: nn.Linear, gain: float, generator: torch.Generator | None) -> None:
-    """He-normal weights scaled by ``gain`` (small: near-uniform initial actions), zero bias."""
-    nn.init.kaiming_normal_(layer.weight, generator=generator)
+def _init_dense(layer: nn.Linear, gain: float, generator: torch.Generator | None) -> None:
+    """N(0, gain^2 / fan_in) weights, zero bias."""
+    nn.init.kaiming_normal_(layer.weight, nonlinearity="linear", generator=generator)
     with torch.no_grad():
         layer.weight.mul_(gain)
     nn.init.zeros_(layer.bias)
+
+
+def _init_conv(layer: nn.Conv2d, generator: torch.Generator | None) -> None:
+    """torch's default Conv2d initialisation, drawn from ``generator`` (seeded, not global)."""
+    nn.init.kaiming_uniform_(layer.weight, a=math.sqrt(5), generator=generator)
+    if layer.bias is not None:
+        fan_in = layer.weight[0].numel()
+        bound = 1.0 / math.sqrt(fan_in)
+        nn.init.uniform_(layer.bias, -bound, bound, generator=generator)
+
+
+def _init_encoder(module: nn.Module, generator: torch.Generator | None) -> None:
+    """Every layer of an observation encoder, as ML-Agents initialises it (see above)."""
+    for layer in module.modules():
+        if isinstance(layer, nn.Conv2d):
+            _init_conv(layer, generator)
+        elif isinstance(layer, _ConvEncoder):
+            _init_dense(cast(nn.Linear, layer.dense[0]), VISUAL_DENSE_GAIN, generator)
+        elif isinstance(layer, MLP):
+            for dense in layer.dense_layers:
+                _init_dense(dense, 1.0, generator)
 
 
 # ---------------------------------------------------------------- normaliser
@@ -152,9 +175,13 @@ class MLP(nn.Module):
         self.layers = nn.ModuleList(layers)
         self.output_size = size
 
+    @property
+    def dense_layers(self) -> list[nn.Linear]:
+        return cast("list[nn.Linear]", list(self.layers))
+
     def forward(self, x: Tensor) -> Tensor:
         # functional calls: a module call per layer costs more than the 3DBall-sized matmul
-        for layer in self.layers:
+        for layer in cast("list[nn.Linear]", self.layers):
             x = F.silu(F.linear(x, layer.weight, layer.bias))
         return x
 
@@ -162,8 +189,9 @@ class MLP(nn.Module):
 class _ConvEncoder(nn.Module):
     """Convolutions, flatten, Linear(output_size) + activation; input [B, C, H, W]."""
 
-    def __init__(self, convs: nn.Module, shape_chw: tuple[int, int, int], output_size: int,
-                 activation: type[nn.Module]) -> None:
+    def __init__(
+        self, convs: nn.Module, shape_chw: tuple[int, int, int], output_size: int, activation: type[nn.Module]
+    ) -> None:
         super().__init__()
         self.convs = convs
         with torch.no_grad():
@@ -178,8 +206,10 @@ class _ResidualBlock(nn.Module):
     def __init__(self, channels: int) -> None:
         super().__init__()
         self.body = nn.Sequential(
-            nn.SiLU(), nn.Conv2d(channels, channels, 3, padding=1),
-            nn.SiLU(), nn.Conv2d(channels, channels, 3, padding=1),
+            nn.SiLU(),
+            nn.Conv2d(channels, channels, 3, padding=1),
+            nn.SiLU(),
+            nn.Conv2d(channels, channels, 3, padding=1),
         )
 
     def forward(self, x: Tensor) -> Tensor:
@@ -190,32 +220,39 @@ def _visual_encoder(kind: str, shape_chw: tuple[int, int, int], output_size: int
     """The ``vis_encode_type`` encoder for an image of ``shape_chw``; outputs [B, output_size]."""
     c = shape_chw[0]
     if kind == "simple":
-        convs = nn.Sequential(nn.Conv2d(c, 16, 8, stride=4), nn.LeakyReLU(),
-                              nn.Conv2d(16, 32, 4, stride=2), nn.LeakyReLU())
+        convs = nn.Sequential(
+            nn.Conv2d(c, 16, 8, stride=4), nn.LeakyReLU(), nn.Conv2d(16, 32, 4, stride=2), nn.LeakyReLU()
+        )
         return _ConvEncoder(convs, shape_chw, output_size, nn.LeakyReLU)
     if kind == "nature_cnn":
-        convs = nn.Sequential(nn.Conv2d(c, 32, 8, stride=4), nn.LeakyReLU(),
-                              nn.Conv2d(32, 64, 4, stride=2), nn.LeakyReLU(),
-                              nn.Conv2d(64, 64, 3, stride=1), nn.LeakyReLU())
+        convs = nn.Sequential(
+            nn.Conv2d(c, 32, 8, stride=4),
+            nn.LeakyReLU(),
+            nn.Conv2d(32, 64, 4, stride=2),
+            nn.LeakyReLU(),
+            nn.Conv2d(64, 64, 3, stride=1),
+            nn.LeakyReLU(),
+        )
         return _ConvEncoder(convs, shape_chw, output_size, nn.LeakyReLU)
     if kind == "match3":
-        convs = nn.Sequential(nn.Conv2d(c, 35, 3), nn.LeakyReLU(),
-                              nn.Conv2d(35, 144, 3), nn.LeakyReLU())
+        convs = nn.Sequential(nn.Conv2d(c, 35, 3), nn.LeakyReLU(), nn.Conv2d(35, 144, 3), nn.LeakyReLU())
         return _ConvEncoder(convs, shape_chw, output_size, nn.LeakyReLU)
     if kind == "resnet":
         stages: list[nn.Module] = []
         in_ch = c
         for out_ch in (16, 32, 32):
-            stages += [nn.Conv2d(in_ch, out_ch, 3, padding=1), nn.MaxPool2d(3, stride=2, padding=1),
-                       _ResidualBlock(out_ch), _ResidualBlock(out_ch)]
+            stages += [
+                nn.Conv2d(in_ch, out_ch, 3, padding=1),
+                nn.MaxPool2d(3, stride=2, padding=1),
+                _ResidualBlock(out_ch),
+                _ResidualBlock(out_ch),
+            ]
             in_ch = out_ch
         stages.append(nn.SiLU())
         return _ConvEncoder(nn.Sequential(*stages), shape_chw, output_size, nn.SiLU)
     if kind == "fully_connected":
         return _ConvEncoder(nn.Identity(), shape_chw, output_size, nn.LeakyReLU)
-    raise UnsupportedNetworkError(
-        f"vis_encode_type {kind!r} is unknown; expected one of {', '.join(MIN_RESOLUTION)}"
-    )
+    raise UnsupportedNetworkError(f"vis_encode_type {kind!r} is unknown; expected one of {', '.join(MIN_RESOLUTION)}")
 
 
 class _VectorInput(nn.Module):
@@ -243,8 +280,13 @@ class ObservationEncoder(nn.Module):
     an image smaller than its encoder's minimum or an observation rank it cannot encode.
     """
 
-    def __init__(self, observation_specs: Sequence[ObservationSpec], network_settings: NetworkSettings,
-                 *, generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        observation_specs: Sequence[ObservationSpec],
+        network_settings: NetworkSettings,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
         super().__init__()
         if len(observation_specs) == 0:
             raise UnsupportedNetworkError("the behavior has no observations to encode")
@@ -279,14 +321,19 @@ class ObservationEncoder(nn.Module):
                     DimensionProperty.VARIABLE_SIZE in DimensionProperty(int(p))
                     for p in getattr(spec, "dimension_property", ())
                 )
-                what = ("a variable-length (buffer sensor) observation needs an attention "
-                        "encoder, which is not supported yet") if variable else (
-                        "only vector (rank 1) and visual (rank 3, HxWxC) observations are supported")
+                what = (
+                    (
+                        "a variable-length (buffer sensor) observation needs an attention "
+                        "encoder, which is not supported yet"
+                    )
+                    if variable
+                    else ("only vector (rank 1) and visual (rank 3, HxWxC) observations are supported")
+                )
                 raise UnsupportedNetworkError(f"{_describe(i, spec)}: {what}")
         self.inputs = nn.ModuleList(inputs)
         self.body = MLP(total, hidden, int(network_settings.num_layers))
         self.output_size = self.body.output_size
-        _init_hidden(self, generator)
+        _init_encoder(self, generator)
 
     def forward(self, obs: Sequence[Tensor], *, channels_first: bool = False) -> Tensor:
         """``obs``: one tensor per observation spec, in spec order -> [B, output_size]."""
@@ -333,8 +380,14 @@ class ActorOutput(NamedTuple):
 class Actor(nn.Module):
     """Observations (+ action masks) -> action distribution; see the module docstring."""
 
-    def __init__(self, observation_specs: Sequence[ObservationSpec], network_settings: NetworkSettings,
-                 action_spec: ActionSpec, *, generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        observation_specs: Sequence[ObservationSpec],
+        network_settings: NetworkSettings,
+        action_spec: ActionSpec,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
         super().__init__()
         self.continuous_size = int(action_spec.continuous_size)
         self.discrete_branches = tuple(int(n) for n in action_spec.discrete_branches)
@@ -346,14 +399,15 @@ class Actor(nn.Module):
         hidden = self.encoder.output_size
         if self.continuous_size:
             self.mean_head = nn.Linear(hidden, self.continuous_size)
-            _init_head(self.mean_head, 0.2, generator)
+            _init_dense(self.mean_head, CONTINUOUS_HEAD_GAIN, generator)
             self.log_std = nn.Parameter(torch.zeros(1, self.continuous_size))
         if self.discrete_branches:
             self.logits_head = nn.Linear(hidden, sum(self.discrete_branches))
-            _init_head(self.logits_head, 0.1, generator)
+            _init_dense(self.logits_head, DISCRETE_HEAD_GAIN, generator)
 
-    def forward(self, obs: Sequence[Tensor], masks: Tensor | None = None, *,
-                channels_first: bool = False) -> ActionDistribution:
+    def forward(
+        self, obs: Sequence[Tensor], masks: Tensor | None = None, *, channels_first: bool = False
+    ) -> ActionDistribution:
         """``masks``: [B, m] bool/float, True/1 = allowed, or None (all allowed)."""
         h = self.encoder(obs, channels_first=channels_first)
         if self.continuous_size:
@@ -366,8 +420,14 @@ class Actor(nn.Module):
             log_probs = branch_log_probs(logits, self.discrete_branches)
         return ActionDistribution(mean, log_std, log_probs)
 
-    def sample(self, obs: Sequence[Tensor], masks: Tensor | None, deterministic: bool = False, *,
-               generator: torch.Generator | None = None) -> ActorOutput:
+    def sample(
+        self,
+        obs: Sequence[Tensor],
+        masks: Tensor | None,
+        deterministic: bool = False,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> ActorOutput:
         """Draw actions (``deterministic``: the means and per-branch argmax) with their
         log-probs and entropy. ``generator`` makes the draws reproducible."""
         dist = self(obs, masks)
@@ -400,8 +460,9 @@ class Actor(nn.Module):
             disc_log_probs = mean.new_zeros((batch, 0))
         return ActorOutput(continuous, discrete, cont_log_probs, disc_log_probs, entropy)
 
-    def evaluate_actions(self, obs: Sequence[Tensor], masks: Tensor | None, continuous: Tensor,
-                         discrete: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    def evaluate_actions(
+        self, obs: Sequence[Tensor], masks: Tensor | None, continuous: Tensor, discrete: Tensor
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """Log-probs of given actions and the entropy, differentiable (for the PPO loss):
         continuous [B, c], discrete [B, b] -> ([B, c], [B, b], entropy [B])."""
         dist = self(obs, masks)
@@ -435,8 +496,9 @@ class ValueHeads(nn.Module):
     output_size, names)(actor.encoder(obs))``).
     """
 
-    def __init__(self, input_size: int, stream_names: Sequence[str], *,
-                 generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self, input_size: int, stream_names: Sequence[str], *, generator: torch.Generator | None = None
+    ) -> None:
         super().__init__()
         self.stream_names = tuple(str(s) for s in stream_names)
         if not self.stream_names:
@@ -455,8 +517,14 @@ class ValueHeads(nn.Module):
 class Critic(nn.Module):
     """Observations -> one value estimate per reward signal, with its own encoder/normaliser."""
 
-    def __init__(self, observation_specs: Sequence[ObservationSpec], network_settings: NetworkSettings,
-                 stream_names: Sequence[str], *, generator: torch.Generator | None = None) -> None:
+    def __init__(
+        self,
+        observation_specs: Sequence[ObservationSpec],
+        network_settings: NetworkSettings,
+        stream_names: Sequence[str],
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
         super().__init__()
         self.encoder = ObservationEncoder(observation_specs, network_settings, generator=generator)
         self.value_heads = ValueHeads(self.encoder.output_size, stream_names, generator=generator)

@@ -39,8 +39,14 @@ class TorchPolicy:
     raises :class:`RecurrentMemoryNotSupportedError`.
     """
 
-    def __init__(self, behavior_spec: BehaviorSpec, network_settings: NetworkSettings, *,
-                 seed: int | None = None, device: str | torch.device = "cpu") -> None:
+    def __init__(
+        self,
+        behavior_spec: BehaviorSpec,
+        network_settings: NetworkSettings,
+        *,
+        seed: int | None = None,
+        device: str | torch.device = "cpu",
+    ) -> None:
         if network_settings.memory is not None:
             raise RecurrentMemoryNotSupportedError(
                 "network_settings.memory: recurrent memory (LSTM) is not supported yet; "
@@ -56,8 +62,9 @@ class TorchPolicy:
         init_generator = torch.Generator()
         self.seed = int(seed) if seed is not None else int(init_generator.seed())
         init_generator.manual_seed(self.seed)
-        self.actor = Actor(behavior_spec.observation_specs, network_settings, behavior_spec.action_spec,
-                           generator=init_generator)
+        self.actor = Actor(
+            behavior_spec.observation_specs, network_settings, behavior_spec.action_spec, generator=init_generator
+        )
         self.actor.to(self.device).eval()
         self._generator = torch.Generator(device=self.device)
         self._generator.manual_seed(self.seed)
@@ -77,7 +84,9 @@ class TorchPolicy:
         for i, (o, shape) in enumerate(zip(obs, self._obs_shapes)):
             o = np.asarray(o)
             if o.shape[1:] != shape:
-                raise ValueError(f"observation {i}: expected shape [N, {', '.join(map(str, shape))}], got {list(o.shape)}")
+                raise ValueError(
+                    f"observation {i}: expected shape [N, {', '.join(map(str, shape))}], got {list(o.shape)}"
+                )
             if o.dtype != np.uint8 and o.dtype != np.float32:
                 o = o.astype(np.float32)
             tensors.append(torch.as_tensor(o, device=self.device))
@@ -92,8 +101,14 @@ class TorchPolicy:
 
     # ------------------------------------------------------------ inference
 
-    def act(self, obs: Sequence[np.ndarray], action_masks: np.ndarray | None, agent_ids: np.ndarray,
-            memories: np.ndarray | None = None, deterministic: bool | None = None) -> ActionInfo:
+    def act(
+        self,
+        obs: Sequence[np.ndarray],
+        action_masks: np.ndarray | None,
+        agent_ids: np.ndarray,
+        memories: np.ndarray | None = None,
+        deterministic: bool | None = None,
+    ) -> ActionInfo:
         """Actions for the N agents whose observations are rows of ``obs``, in one batch.
 
         ``action_masks``: [N, sum(branches)] bool, True where allowed (None: all allowed).
@@ -107,8 +122,9 @@ class TorchPolicy:
         if n == 0:
             return ActionInfo.empty(self.continuous_size, len(self.discrete_branches), self.memory_size)
         with torch.inference_mode():
-            out = self.actor.sample(self.obs_to_tensors(obs), self.masks_to_tensor(action_masks),
-                                    deterministic, generator=self._generator)
+            out = self.actor.sample(
+                self.obs_to_tensors(obs), self.masks_to_tensor(action_masks), deterministic, generator=self._generator
+            )
             continuous = out.continuous.cpu().numpy()
             discrete = out.discrete.to(torch.int32).cpu().numpy()
             # float32 clip and divide, the same arithmetic as the exported graph's

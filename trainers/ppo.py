@@ -11,7 +11,8 @@ following their schedules over ``max_steps``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -75,10 +76,11 @@ class PPO:
         self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
         generator = torch.Generator().manual_seed(seed + 1)
         if hyperparameters.shared_critic:
-            self.critic: torch.nn.Module = _SharedCritic(self.policy, stream_names, generator)
+            self.critic: Critic | _SharedCritic = _SharedCritic(self.policy, stream_names, generator)
         else:
-            self.critic = Critic(behavior_spec.observation_specs, settings.network_settings, stream_names,
-                                 generator=generator)
+            self.critic = Critic(
+                behavior_spec.observation_specs, settings.network_settings, stream_names, generator=generator
+            )
         self.critic.to(self.device)
         parameters = {id(p): p for p in [*self.policy.actor.parameters(), *self.critic.parameters()]}
         self.optimizer = torch.optim.Adam(parameters.values(), lr=hyperparameters.learning_rate, fused=True)
@@ -168,10 +170,12 @@ class PPO:
         )
         log_probs = torch.cat([continuous_log_probs, discrete_log_probs], dim=1)  # [B, c + b]: a ratio per dimension
         values = self.critic(list(batch.obs))
-        value_loss = torch.stack([
-            clipped_value_loss(values[signal.name], batch.old_values[:, i], batch.returns[:, i], epsilon)
-            for i, signal in enumerate(self.reward_signals)
-        ]).mean()
+        value_loss = torch.stack(
+            [
+                clipped_value_loss(values[signal.name], batch.old_values[:, i], batch.returns[:, i], epsilon)
+                for i, signal in enumerate(self.reward_signals)
+            ]
+        ).mean()
         policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs, batch.advantages, epsilon)
         loss = policy_loss + 0.5 * value_loss - beta * entropy.mean()
         self.optimizer.zero_grad(set_to_none=True)

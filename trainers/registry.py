@@ -83,7 +83,18 @@ class TrainerRegistry:
                 f"agents-learn yet (available: {available}; plugins add more through the "
                 f"'{TRAINER_TYPE_GROUP}' entry-point group)"
             )
-        algorithm = algorithm_class(behavior_name=behavior_name, behavior_spec=behavior_spec, settings=settings,
-                                    stats_reporter=stats_reporter, seed=seed, device=device)
-        return Trainer(behavior_name=behavior_name, settings=settings, algorithm=algorithm,
-                       stats_reporter=stats_reporter, checkpoints=checkpoints)
+        algorithm = algorithm_class(
+            behavior_name=behavior_name,
+            behavior_spec=behavior_spec,
+            settings=settings,
+            stats_reporter=stats_reporter,
+            seed=seed,
+            device=device,
+        )
+        return Trainer(
+            behavior_name=behavior_name,
+            settings=settings,
+            algorithm=algorithm,
+            stats_reporter=stats_reporter,
+            checkpoints=checkpoints,
+        )

@@ -211,14 +211,16 @@ class Trainer:
         except KeyError as error:
             raise CheckpointError(
                 f"{path}: does not hold {error} for behavior {self.behavior_name!r} (was it written by another "
-                f"trainer type or program?); cannot {what} from it") from None
+                f"trainer type or program?); cannot {what} from it"
+            ) from None
         except (RuntimeError, ValueError) as error:
             detail = " ".join(str(error).split())
             if len(detail) > 300:
                 detail = detail[:300] + "..."
             raise CheckpointError(
                 f"{path}: does not fit behavior {self.behavior_name!r} as configured (did network_settings or "
-                f"the environment's observations/actions change?): {detail}") from None
+                f"the environment's observations/actions change?): {detail}"
+            ) from None
 
 
 class TrainerThread:
@@ -249,8 +251,7 @@ class TrainerThread:
         """Re-raise a trainer's exception in the calling thread as a TrainerError."""
         if self.error is not None:
             raise TrainerError(
-                f"trainer for behavior {self.trainer.behavior_name!r} failed: "
-                f"{type(self.error).__name__}: {self.error}"
+                f"trainer for behavior {self.trainer.behavior_name!r} failed: {type(self.error).__name__}: {self.error}"
             ) from self.error
 
     def _run(self) -> None:

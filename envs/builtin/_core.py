@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import abc
 from collections import defaultdict
-from typing import ClassVar, Mapping
+from collections.abc import Mapping
+from typing import ClassVar
 
 import numpy as np
 from mlagents_envs.base_env import (
@@ -214,9 +215,7 @@ class BehaviorAgents:
         """
         if len(slots) == 0:
             return
-        self.terminal_steps = self._terminal_steps(
-            obs, self.reward[slots], interrupted.astype(bool), self.ids[slots]
-        )
+        self.terminal_steps = self._terminal_steps(obs, self.reward[slots], interrupted.astype(bool), self.ids[slots])
         self.reward[slots] = 0.0
 
     def decide(self, slots: np.ndarray, obs: list[np.ndarray], mask: np.ndarray | None = None) -> None:
@@ -251,15 +250,11 @@ class BehaviorAgents:
         masks = None
         if self.spec.action_spec.discrete_size > 0:
             masks = np.split(mask, self._mask_splits, axis=1)
-        return DecisionSteps(
-            obs, reward, ids, masks, np.zeros(n, np.int32), np.zeros(n, np.float32)
-        )
+        return DecisionSteps(obs, reward, ids, masks, np.zeros(n, np.int32), np.zeros(n, np.float32))
 
     def _terminal_steps(self, obs, reward, interrupted, ids) -> TerminalSteps:
         n = len(ids)
-        return TerminalSteps(
-            obs, reward, interrupted, ids, np.zeros(n, np.int32), np.zeros(n, np.float32)
-        )
+        return TerminalSteps(obs, reward, interrupted, ids, np.zeros(n, np.int32), np.zeros(n, np.float32))
 
 
 class BuiltinEnv(BaseEnv):
@@ -319,12 +314,8 @@ class BuiltinEnv(BaseEnv):
 
     # ---- helpers for subclasses -----------------------------------------------------------
 
-    def _add_behavior(
-        self, name: str, spec: BehaviorSpec, n_slots: int, decision_period: int = 1
-    ) -> BehaviorAgents:
-        agents = BehaviorAgents(
-            behavior_name(name), spec, n_slots, self._id_source, decision_period
-        )
+    def _add_behavior(self, name: str, spec: BehaviorSpec, n_slots: int, decision_period: int = 1) -> BehaviorAgents:
+        agents = BehaviorAgents(behavior_name(name), spec, n_slots, self._id_source, decision_period)
         self._behaviors[agents.name] = agents
         return agents
 
@@ -353,10 +344,7 @@ class BuiltinEnv(BaseEnv):
         self._validate(agents, action, 1)
         rows = np.flatnonzero(agents.decision_steps.agent_id == agent_id)
         if len(rows) == 0:
-            raise IndexError(
-                f"agent_id {agent_id} of {behavior_name} did not request a decision at the "
-                "previous step"
-            )
+            raise IndexError(f"agent_id {agent_id} of {behavior_name} did not request a decision at the previous step")
         previous = self._pending.get(behavior_name)
         if previous is None:
             pending = agents.spec.action_spec.empty_action(len(agents.decision_steps))
@@ -379,9 +367,7 @@ class BuiltinEnv(BaseEnv):
             self._advance()
             if self._register_reporting():
                 return
-        raise UnityEnvironmentException(
-            f"{self.env_name}: no agent reported for {MAX_SILENT_TICKS} ticks"
-        )
+        raise UnityEnvironmentException(f"{self.env_name}: no agent reported for {MAX_SILENT_TICKS} ticks")
 
     def reset(self) -> None:
         """End everything without terminal steps and start over with fresh agent ids."""

@@ -93,7 +93,7 @@ class Ball3DEnv(BuiltinEnv):
         self._vel += accel * DT
         self._pos += self._vel * DT
         self._steps += 1
-        dropped = (np.abs(self._pos) > HALF_WIDTH).any(axis=1)
+        dropped = np.any(np.abs(self._pos) > HALF_WIDTH, axis=1)
         self._agents.reward += np.where(dropped, np.float32(-1.0), np.float32(0.1))
         interrupted = (self._steps >= MAX_STEP) & ~dropped
         obs = self._observe()
@@ -101,12 +101,8 @@ class Ball3DEnv(BuiltinEnv):
         if done.any():
             ended = np.flatnonzero(done)
             self._agents.end(ended, [obs[ended]], interrupted[ended])
-            self._stats.add(
-                "3DBall/Ball Dropped", dropped[ended].astype(np.float64), StatsAggregationMethod.AVERAGE
-            )
-            self._stats.add(
-                "3DBall/Gravity", self._param("gravity", 9.81), StatsAggregationMethod.MOST_RECENT
-            )
+            self._stats.add("3DBall/Ball Dropped", dropped[ended].astype(np.float64), StatsAggregationMethod.AVERAGE)
+            self._stats.add("3DBall/Gravity", self._param("gravity", 9.81), StatsAggregationMethod.MOST_RECENT)
             self._begin_episodes(ended)
             obs = self._observe()
         self._agents.decide(self._slots, [obs])

@@ -86,9 +86,7 @@ class GridWorldEnv(BuiltinEnv):
         """[N, 5] bool, True where a move would hit a wall."""
         row, col = self._agent[:, 0], self._agent[:, 1]
         last = self._size - 1
-        return np.stack(
-            [np.zeros_like(row, dtype=bool), row == 0, row == last, col == 0, col == last], axis=1
-        )
+        return np.stack([np.zeros_like(row, dtype=bool), row == 0, row == last, col == 0, col == last], axis=1)
 
     def _reset_world(self) -> None:
         self._begin_episodes(self._slots)
@@ -109,9 +107,7 @@ class GridWorldEnv(BuiltinEnv):
         if done.any():
             ended = np.flatnonzero(done)
             self._agents.end(ended, [self._observe(ended)], interrupted[ended])
-            self._stats.add(
-                "GridWorld/Goal Reached", at_goal[ended].astype(np.float64), StatsAggregationMethod.AVERAGE
-            )
+            self._stats.add("GridWorld/Goal Reached", at_goal[ended].astype(np.float64), StatsAggregationMethod.AVERAGE)
             self._stats.add("GridWorld/Grid Size", self._current_size(), StatsAggregationMethod.MOST_RECENT)
             self._begin_episodes(ended)
         self._agents.decide(self._slots, [self._observe(self._slots)], self._masks())

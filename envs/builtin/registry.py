@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from envs.builtin._core import BuiltinEnv, UnknownBuiltinEnvError
 
@@ -44,12 +44,8 @@ def make_env(
     environments that have them (``Simple``: continuous_size, discrete_branches...). Raises UnknownBuiltinEnvError
     (a ValueError) naming the available environments.
     """
-    key = name[len(BUILTIN_PREFIX):] if name.startswith(BUILTIN_PREFIX) else name
+    key = name[len(BUILTIN_PREFIX) :] if name.startswith(BUILTIN_PREFIX) else name
     registry = _registry()
     if key not in registry:
-        raise UnknownBuiltinEnvError(
-            f"unknown built-in environment {name!r}; available: {', '.join(sorted(registry))}"
-        )
-    return registry[key](
-        seed=seed, worker_id=worker_id, env_parameters=env_parameters, num_areas=num_areas, **options
-    )
+        raise UnknownBuiltinEnvError(f"unknown built-in environment {name!r}; available: {', '.join(sorted(registry))}")
+    return registry[key](seed=seed, worker_id=worker_id, env_parameters=env_parameters, num_areas=num_areas, **options)

@@ -23,7 +23,7 @@ action spec cannot change later): ``continuous_size`` (1), ``discrete_branches``
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec
@@ -55,10 +55,10 @@ class SimpleEnv(BuiltinEnv):
         max_step: int | None = None,
     ) -> None:
         params = dict(env_parameters or {})
-        self.continuous_size = int(continuous_size if continuous_size is not None
-                                   else params.get("continuous_size", 1))
-        self.discrete_branches = int(discrete_branches if discrete_branches is not None
-                                     else params.get("discrete_branches", 0))
+        self.continuous_size = int(continuous_size if continuous_size is not None else params.get("continuous_size", 1))
+        self.discrete_branches = int(
+            discrete_branches if discrete_branches is not None else params.get("discrete_branches", 0)
+        )
         self.step_size = float(step_size if step_size is not None else params.get("step_size", 0.2))
         self.max_step = int(max_step if max_step is not None else params.get("max_step", 0))
         if self.continuous_size < 0 or self.discrete_branches < 0 or self.continuous_size + self.discrete_branches == 0:

@@ -82,9 +82,7 @@ class TwoBehaviorsEnv(BuiltinEnv):
         self._walker_ticks[slots] = 0
 
     def _walker_obs(self, slots: np.ndarray) -> np.ndarray:
-        return np.concatenate(
-            [one_hot(self._walker_pos[slots], LINE), one_hot(self._walker_goal[slots], LINE)], axis=1
-        )
+        return np.concatenate([one_hot(self._walker_pos[slots], LINE), one_hot(self._walker_goal[slots], LINE)], axis=1)
 
     def _walkers_decide(self) -> None:
         pos = self._walker_pos

@@ -329,9 +329,7 @@ class LoopbackCommunicator(Communicator):
             message.unity_input.CopyFrom(unity_input)
         self._rendezvous.outbox.put(message)
 
-    def initialize(
-        self, inputs: UnityInputProto, poll_callback: PollCallback | None = None
-    ) -> UnityOutputProto:
+    def initialize(self, inputs: UnityInputProto, poll_callback: PollCallback | None = None) -> UnityOutputProto:
         """Start-up handshake: academy parameters in, ``inputs`` out, then Unity's second
         message (its request for the first command), whose reply is the next exchange."""
         first = self._receive("the build to connect", poll_callback)
@@ -339,9 +337,7 @@ class LoopbackCommunicator(Communicator):
         self._receive("the build's second start-up message", poll_callback)
         return first.unity_output
 
-    def exchange(
-        self, inputs: UnityInputProto, poll_callback: PollCallback | None = None
-    ) -> UnityOutputProto:
+    def exchange(self, inputs: UnityInputProto, poll_callback: PollCallback | None = None) -> UnityOutputProto:
         """Send one input (reset or step) and return Unity's next output.
 
         Raises UnityBuildQuitError if Unity ended the session, never returns None.

@@ -205,9 +205,7 @@ def _end_process(process: subprocess.Popen, grace_s: float, worker_id: int) -> N
     except subprocess.TimeoutExpired:
         pass
     for sig, wait_s in ((signal.SIGTERM, _TERMINATE_GRACE_S), (signal.SIGKILL, 10.0)):
-        logger.warning(
-            "worker %d: the Unity build did not quit; sending %s", worker_id, sig.name
-        )
+        logger.warning("worker %d: the Unity build did not quit; sending %s", worker_id, sig.name)
         try:
             # The build runs in its own session (start_new_session=True): end its children too.
             os.killpg(process.pid, sig)

@@ -52,11 +52,7 @@ def _pb2_directory() -> str:
 
 def pb2_module_names() -> list[str]:
     """Short names (``agent_info_pb2``...) of the generated message modules installed."""
-    return sorted(
-        name[:-3]
-        for name in os.listdir(_pb2_directory())
-        if name.endswith("_pb2.py")
-    )
+    return sorted(name[:-3] for name in os.listdir(_pb2_directory()) if name.endswith("_pb2.py"))
 
 
 def serialized_file_descriptor(source: str) -> bytes:
@@ -94,9 +90,7 @@ def read_file_descriptors(names: Iterable[str] | None = None) -> dict[str, bytes
             try:
                 result[name] = serialized_file_descriptor(f.read())
             except (ValueError, SyntaxError) as e:
-                raise ProtocolSetupError(
-                    f"cannot read the protocol description from {path}: {e}"
-                ) from e
+                raise ProtocolSetupError(f"cannot read the protocol description from {path}: {e}") from e
     return result
 
 

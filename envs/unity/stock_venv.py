@@ -60,8 +60,10 @@ def ensure_stock_venv(
     marker = os.path.join(root, ".complete")
     if os.path.exists(marker) and os.path.exists(python):
         return python
+
     def run(args: list) -> None:
         subprocess.run(args, check=True, timeout=timeout_s, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
     try:
         run([sys.executable, "-m", "venv", "--clear", root])
         pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]

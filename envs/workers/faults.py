@@ -27,8 +27,12 @@ def classify_error(error: BaseException, worker_id: int, port: int) -> tuple[Fau
 
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     if isinstance(error, UnityWorkerInUseException):
-        return (FaultKind.ERROR, f"worker {worker_id}: port {port} is already in use (another training "
-                f"run or Unity process?); choose other ports with --base-port", False)
+        return (
+            FaultKind.ERROR,
+            f"worker {worker_id}: port {port} is already in use (another training "
+            f"run or Unity process?); choose other ports with --base-port",
+            False,
+        )
     if isinstance(error, UnityBuildCrashedError):
         return FaultKind.CRASHED, text, True
     if isinstance(error, UnityTimeOutException):
@@ -65,5 +69,7 @@ class RestartBudget:
         self.history[worker_id].append(now)
 
     def describe(self) -> str:
-        return (f"--max-lifetime-restarts {self.max_lifetime_restarts}, --restarts-rate-limit-n "
-                f"{self.rate_limit_n} per --restarts-rate-limit-period-s {self.period_s:g}")
+        return (
+            f"--max-lifetime-restarts {self.max_lifetime_restarts}, --restarts-rate-limit-n "
+            f"{self.rate_limit_n} per --restarts-rate-limit-period-s {self.period_s:g}"
+        )

@@ -83,7 +83,7 @@ class OpenEnv(NamedTuple):
 
 def resolve_factory(env_path: str) -> EnvFactory:
     """The callable named by ``python:package.module:function``; EnvFactoryError if there is none."""
-    target = env_path[len(PYTHON_PREFIX):]
+    target = env_path[len(PYTHON_PREFIX) :]
     module_name, _, attribute = target.partition(":")
     if not module_name or not attribute:
         raise EnvFactoryError(f"{env_path}: expected python:package.module:function")
@@ -110,8 +110,11 @@ def check_factory(factory: EnvFactory, *, with_parameters: bool, where: str) -> 
         raise EnvFactoryError(
             f"{where}: the environment factory must accept the keyword arguments {', '.join(names)} "
             f"(its signature is {signature})"
-            + ("; env_parameters is passed because the run configures environment_parameters"
-               if with_parameters else "")
+            + (
+                "; env_parameters is passed because the run configures environment_parameters"
+                if with_parameters
+                else ""
+            )
         ) from None
 
 
@@ -142,8 +145,13 @@ def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
         from envs.builtin import make_env
 
         assert launch.env_path is not None
-        builtin = make_env(launch.env_path, seed=seed, worker_id=worker_id,
-                           env_parameters=dict(launch.env_parameters), num_areas=launch.num_areas)
+        builtin = make_env(
+            launch.env_path,
+            seed=seed,
+            worker_id=worker_id,
+            env_parameters=dict(launch.env_parameters),
+            num_areas=launch.num_areas,
+        )
         builtin.set_engine_config(engine)
         return OpenEnv(builtin, builtin.get_and_reset_stats)
 

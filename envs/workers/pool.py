@@ -36,8 +36,10 @@ def observe(opened: OpenEnv, known: set[str], worker_id: int, generation: int, e
             known.add(behavior_id)
             new_specs[behavior_id] = SpecRecord.from_spec(specs[behavior_id])
         steps[behavior_id] = StepsRecord.from_steps(*env.get_steps(behavior_id))
-    stats = {key: [(float(v), int(getattr(agg, "value", agg))) for v, agg in values]
-             for key, values in opened.get_stats().items()}
+    stats = {
+        key: [(float(v), int(getattr(agg, "value", agg))) for v, agg in values]
+        for key, values in opened.get_stats().items()
+    }
     return WorkerResult(worker_id, generation, steps, new_specs, stats, env_seconds)
 
 

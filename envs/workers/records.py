@@ -79,18 +79,32 @@ class StepsRecord(NamedTuple):
     def from_steps(decision: DecisionSteps, terminal: TerminalSteps) -> StepsRecord:
         mask = decision.action_mask
         return StepsRecord(
-            tuple(decision.obs), decision.reward, decision.agent_id,
-            None if mask is None else tuple(mask), decision.group_id, decision.group_reward,
-            tuple(terminal.obs), terminal.reward, terminal.interrupted, terminal.agent_id,
-            terminal.group_id, terminal.group_reward,
+            tuple(decision.obs),
+            decision.reward,
+            decision.agent_id,
+            None if mask is None else tuple(mask),
+            decision.group_id,
+            decision.group_reward,
+            tuple(terminal.obs),
+            terminal.reward,
+            terminal.interrupted,
+            terminal.agent_id,
+            terminal.group_id,
+            terminal.group_reward,
         )
 
     def to_steps(self) -> tuple[DecisionSteps, TerminalSteps]:
-        decision = DecisionSteps(list(self.d_obs), self.d_reward, self.d_agent_id,
-                                 None if self.d_mask is None else list(self.d_mask),
-                                 self.d_group_id, self.d_group_reward)
-        terminal = TerminalSteps(list(self.t_obs), self.t_reward, self.t_interrupted, self.t_agent_id,
-                                 self.t_group_id, self.t_group_reward)
+        decision = DecisionSteps(
+            list(self.d_obs),
+            self.d_reward,
+            self.d_agent_id,
+            None if self.d_mask is None else list(self.d_mask),
+            self.d_group_id,
+            self.d_group_reward,
+        )
+        terminal = TerminalSteps(
+            list(self.t_obs), self.t_reward, self.t_interrupted, self.t_agent_id, self.t_group_id, self.t_group_reward
+        )
         return decision, terminal
 
 

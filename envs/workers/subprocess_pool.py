@@ -107,8 +107,10 @@ class SubprocessPool(EnvWorkerPool):
     def _launch(self, worker_id: int) -> None:
         parent, child = self._context.Pipe(duplex=True)
         process = self._context.Process(
-            target=_worker_main, args=(child, self.launch, worker_id, self._generations[worker_id]),
-            name=f"agents-learn-worker-{worker_id}", daemon=True,
+            target=_worker_main,
+            args=(child, self.launch, worker_id, self._generations[worker_id]),
+            name=f"agents-learn-worker-{worker_id}",
+            daemon=True,
         )
         process.start()
         child.close()
@@ -141,9 +143,15 @@ class SubprocessPool(EnvWorkerPool):
                 except (EOFError, OSError):
                     worker.process.join(1.0)
                     code = worker.process.exitcode
-                    out.append(WorkerFault(worker_id, worker.generation, FaultKind.LOST,
-                                           f"worker {worker_id}: its process ended unexpectedly "
-                                           f"(exit code {code})", True))
+                    out.append(
+                        WorkerFault(
+                            worker_id,
+                            worker.generation,
+                            FaultKind.LOST,
+                            f"worker {worker_id}: its process ended unexpectedly (exit code {code})",
+                            True,
+                        )
+                    )
                     self._end(worker_id)
                     continue
                 worker.waiting_since = None
@@ -153,8 +161,15 @@ class SubprocessPool(EnvWorkerPool):
         now = time.monotonic()
         for worker_id, worker in list(self._workers.items()):
             if worker.waiting_since is not None and now - worker.waiting_since > self.hang_timeout_s:
-                out.append(WorkerFault(worker_id, worker.generation, FaultKind.HUNG,
-                                       f"worker {worker_id}: no answer for {self.hang_timeout_s:.0f} s", True))
+                out.append(
+                    WorkerFault(
+                        worker_id,
+                        worker.generation,
+                        FaultKind.HUNG,
+                        f"worker {worker_id}: no answer for {self.hang_timeout_s:.0f} s",
+                        True,
+                    )
+                )
                 self._end(worker_id, grace_s=0.0)
         return out
 

@@ -42,22 +42,33 @@ def config(name: str, **changes) -> TrainerSettings:
     return attrs.evolve(settings, **changes)
 
 
-def train_env(env: BaseEnv, settings: TrainerSettings, *, seed: int = 1,
-              until: Callable[[list[tuple[int, float]]], bool] | None = None) -> RewardLog:
+def train_env(
+    env: BaseEnv,
+    settings: TrainerSettings,
+    *,
+    seed: int = 1,
+    until: Callable[[list[tuple[int, float]]], bool] | None = None,
+) -> RewardLog:
     """Train every behavior of ``env`` (already open, stepped in this process) with
     ``settings`` until max_steps or ``until(curve)``; results go to a temporary folder."""
     log = RewardLog(until)
     options = RunOptions(default_settings=settings)
     options = attrs.evolve(options, env_settings=attrs.evolve(options.env_settings, seed=seed))
     with tempfile.TemporaryDirectory() as results:
-        options = attrs.evolve(options, checkpoint_settings=attrs.evolve(
-            options.checkpoint_settings, results_dir=results, run_id="learn"))
-        build_run(options, env_factory=lambda worker_id, seed: env, writers=[log], console=False,
-                  stop=log.stop).run()
+        options = attrs.evolve(
+            options, checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=results, run_id="learn")
+        )
+        build_run(options, env_factory=lambda worker_id, seed: env, writers=[log], console=False, stop=log.stop).run()
     return log
 
 
-def train_builtin(env_name: str, settings: TrainerSettings, *, seed: int = 1, num_areas: int = 1,
-                  until: Callable[[list[tuple[int, float]]], bool] | None = None) -> RewardLog:
+def train_builtin(
+    env_name: str,
+    settings: TrainerSettings,
+    *,
+    seed: int = 1,
+    num_areas: int = 1,
+    until: Callable[[list[tuple[int, float]]], bool] | None = None,
+) -> RewardLog:
     """:func:`train_env` on built-in ``env_name``."""
     return train_env(make_env(env_name, seed=seed, num_areas=num_areas), settings, seed=seed, until=until)

@@ -92,19 +92,11 @@ def encode_png(image: np.ndarray) -> bytes:
     rows[:, 1:] = image.reshape(height, width * 3)
 
     def chunk(tag: bytes, data: bytes) -> bytes:
-        return (
-            struct.pack(">I", len(data))
-            + tag
-            + data
-            + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
-        )
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return (
-        PNG_SIGNATURE
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1))
-        + chunk(b"IEND", b"")
+        PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b"")
     )
 
 
@@ -120,10 +112,7 @@ def stats_message(key: str, value: float, aggregation: int) -> bytes:
 
 def pack_side_channel(messages: Sequence[tuple[uuid.UUID, bytes]]) -> bytes:
     """Side-channel wire format: per message, channel UUID (bytes_le), int32 length, payload."""
-    return b"".join(
-        channel.bytes_le + struct.pack("<i", len(payload)) + payload
-        for channel, payload in messages
-    )
+    return b"".join(channel.bytes_le + struct.pack("<i", len(payload)) + payload for channel, payload in messages)
 
 
 def unpack_side_channel(data: bytes) -> list[tuple[uuid.UUID, bytes]]:
@@ -184,8 +173,15 @@ class Group:
     branches: tuple[int, ...] = ()
     observations: tuple[ObsDef, ...] = ()
 
-    def __init__(self, n_agents: int, periods: Sequence[int], max_step: int, spawn_step: int,
-                 rng: np.random.Generator, params: dict[str, float]) -> None:
+    def __init__(
+        self,
+        n_agents: int,
+        periods: Sequence[int],
+        max_step: int,
+        spawn_step: int,
+        rng: np.random.Generator,
+        params: dict[str, float],
+    ) -> None:
         self.n = n_agents
         self.periods = np.asarray(periods, dtype=np.int64)
         self.max_step = max_step
@@ -248,9 +244,9 @@ class BalanceGroup(Group):
 
     def observe(self, idx: np.ndarray) -> list[np.ndarray]:
         return [
-            np.concatenate(
-                [self.tilt[idx], self.pos[idx] - np.array([0.0, 4.0, 0.0]), self.vel[idx]], axis=1
-            ).astype(np.float32)
+            np.concatenate([self.tilt[idx], self.pos[idx] - np.array([0.0, 4.0, 0.0]), self.vel[idx]], axis=1).astype(
+                np.float32
+            )
         ]
 
 
@@ -355,8 +351,7 @@ class LargeGroup(Group):
         return [frames.astype(np.float32) / np.float32(255.0)]
 
 
-def make_groups(options: argparse.Namespace, rng: np.random.Generator,
-                params: dict[str, float]) -> list[Group]:
+def make_groups(options: argparse.Namespace, rng: np.random.Generator, params: dict[str, float]) -> list[Group]:
     """The agent groups of ``options.scene``."""
     scene = options.scene
     max_step = options.max_step
@@ -421,17 +416,23 @@ class Academy:
                 continue
             actions = rl_input.agent_actions[group.name].value
             if len(actions) != len(group.deciding):
-                raise RuntimeError(
-                    f"{group.name}: {len(actions)} actions for {len(group.deciding)} agents"
-                )
+                raise RuntimeError(f"{group.name}: {len(actions)} actions for {len(group.deciding)} agents")
             for i, action in zip(group.deciding, actions):
                 if group.continuous:
                     group.cont_actions[i] = action.continuous_actions
                 if group.branches:
                     group.disc_actions[i] = action.discrete_actions
 
-    def _info(self, group: Group, idx: np.ndarray, observations: list[np.ndarray],
-              masks: np.ndarray | None, infos, done: bool, interrupted: np.ndarray) -> None:
+    def _info(
+        self,
+        group: Group,
+        idx: np.ndarray,
+        observations: list[np.ndarray],
+        masks: np.ndarray | None,
+        infos,
+        done: bool,
+        interrupted: np.ndarray,
+    ) -> None:
         pb = self.pb
         for row, i in enumerate(idx):
             info = infos.add()
@@ -498,8 +499,15 @@ class Academy:
                 deciding = np.flatnonzero(self.academy_step % group.periods == 0)
                 group.deciding = deciding
                 if len(deciding):
-                    self._info(group, deciding, group.observe(deciding), group.action_mask(deciding),
-                               infos_by_name[group.name].value, False, np.zeros(0, dtype=bool))
+                    self._info(
+                        group,
+                        deciding,
+                        group.observe(deciding),
+                        group.action_mask(deciding),
+                        infos_by_name[group.name].value,
+                        False,
+                        np.zeros(0, dtype=bool),
+                    )
             if any(len(infos_by_name[name].value) for name in infos_by_name):
                 break
         for group in self.groups:
@@ -570,8 +578,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--crash-after", type=int, default=_env_int("STANDIN_CRASH_AFTER"))
     parser.add_argument("--hang-after", type=int, default=_env_int("STANDIN_HANG_AFTER"))
     parser.add_argument("--quit-after", type=int, default=_env_int("STANDIN_QUIT_AFTER"))
-    parser.add_argument("--die-at-startup", action="store_true",
-                        default=os.environ.get("STANDIN_DIE_AT_STARTUP", "") not in ("", "0"))
+    parser.add_argument(
+        "--die-at-startup", action="store_true", default=os.environ.get("STANDIN_DIE_AT_STARTUP", "") not in ("", "0")
+    )
     options, _unknown = parser.parse_known_args(list(argv))
     return options
 
@@ -597,8 +606,13 @@ class Player:
             reader = _Reader(payload)
             if channel == ENGINE_CHANNEL:
                 kind = reader.int32()
-                names = {0: "resolution", 1: "quality_level", 2: "time_scale",
-                         3: "target_frame_rate", 4: "capture_frame_rate"}
+                names = {
+                    0: "resolution",
+                    1: "quality_level",
+                    2: "time_scale",
+                    3: "target_frame_rate",
+                    4: "capture_frame_rate",
+                }
                 if kind == 0:
                     width, height = reader.int32(), reader.int32()
                     self._stat("StandIn/width", width)
@@ -670,8 +684,15 @@ class Player:
         init.name = "StandIn"
         init.communication_version = COMMUNICATION_VERSION
         init.package_version = PACKAGE_VERSION
-        for field in ("baseRLCapabilities", "concatenatedPngObservations", "compressedChannelMapping",
-                      "hybridActions", "trainingAnalytics", "variableLengthObservation", "multiAgentGroups"):
+        for field in (
+            "baseRLCapabilities",
+            "concatenatedPngObservations",
+            "compressedChannelMapping",
+            "hybridActions",
+            "trainingAnalytics",
+            "variableLengthObservation",
+            "multiAgentGroups",
+        ):
             setattr(init.capabilities, field, True)
         reply = exchange(first, wait_for_ready=True, timeout=120)
         if reply.header.status != 200:
@@ -741,8 +762,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             log.close()
 
 
-def write_launcher(folder: str, *, scene: str | None = None, name: str = "StandIn.x86_64",
-                   python: str | None = None, extra_args: Sequence[str] = ()) -> str:
+def write_launcher(
+    folder: str,
+    *,
+    scene: str | None = None,
+    name: str = "StandIn.x86_64",
+    python: str | None = None,
+    extra_args: Sequence[str] = (),
+) -> str:
     """Write an executable script that starts the stand-in like a Unity build; returns its path.
 
     Pass the path as ``UnityEnvironment(file_name=...)``. ``python`` defaults to this

@@ -88,44 +88,45 @@ def require_capabilities(options: RunOptions, trainer_types: Collection[str]) ->
     if len(problems) == 1:
         raise UnsupportedFeatureError(problems[0])
     lines = "\n".join(f"  {p}" for p in problems)
-    raise UnsupportedFeatureError(
-        f"{len(problems)} things in the run configuration are not supported yet:\n{lines}"
-    )
+    raise UnsupportedFeatureError(f"{len(problems)} things in the run configuration are not supported yet:\n{lines}")
 
 
 def _trainer_problems(where: str, settings: TrainerSettings, available: list[str]) -> Iterator[str]:
     trainer_type = settings.trainer_type
     has_trainer = trainer_type in available
     if not has_trainer:
-        yield (f"{where}.trainer_type: {short_repr(trainer_type)} has no trainer yet "
-               f"(available: {', '.join(available)})")
+        yield (
+            f"{where}.trainer_type: {short_repr(trainer_type)} has no trainer yet (available: {', '.join(available)})"
+        )
     net = settings.network_settings
     if net.memory is not None:
-        yield (f"{where}.network_settings.memory: recurrent memory (LSTM) is not supported yet; "
-               "remove the memory section")
+        yield (
+            f"{where}.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section"
+        )
     if settings.self_play is not None:
-        yield (f"{where}.self_play: self-play (the ghost trainer) is not supported yet; remove "
-               "the self_play section")
+        yield (f"{where}.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section")
     if has_trainer and trainer_type not in OWN_TRAINER_TYPES:
         return  # a plugin's trainer: its reward signals and imitation are its own
     for kind, signal in settings.reward_signals.items():
         path = f"{where}.reward_signals.{kind.value}"
         if kind not in SUPPORTED_REWARD_SIGNALS:
-            yield (f"{path}: the {kind.value} reward signal is not supported yet (only extrinsic "
-                   "is); remove it")
+            yield (f"{path}: the {kind.value} reward signal is not supported yet (only extrinsic is); remove it")
         elif signal.network_settings != NetworkSettings():
-            yield (f"{path}.network_settings: the extrinsic reward has no network, so these "
-                   "settings would be ignored; remove them")
+            yield (
+                f"{path}.network_settings: the extrinsic reward has no network, so these "
+                "settings would be ignored; remove them"
+            )
     if settings.behavioral_cloning is not None:
-        yield (f"{where}.behavioral_cloning: behavioral cloning is not supported yet; remove the "
-               "behavioral_cloning section")
+        yield (
+            f"{where}.behavioral_cloning: behavioral cloning is not supported yet; remove the "
+            "behavioral_cloning section"
+        )
 
 
 def _parameter_problems(where: str, parameter: EnvironmentParameterSettings) -> Iterator[str]:
     lessons = parameter.curriculum
     if len(lessons) > 1:
-        yield (f"{where}: curricula are not supported yet ({len(lessons)} lessons); use a "
-               "constant value")
+        yield (f"{where}: curricula are not supported yet ({len(lessons)} lessons); use a constant value")
         return
     # A constant, or a one-lesson curriculum of a constant (the same thing), is sent as is.
     for lesson in lessons:

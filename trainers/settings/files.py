@@ -87,8 +87,10 @@ class _StrictLoader(yaml.SafeLoader):
         self._total += values
         if self._total > MAX_YAML_VALUES:
             how = "expands through aliases" if alias else "grows"
-            raise _TooBig(f"the document {how} to more than {MAX_YAML_VALUES:,} values by line "
-                          f"{mark.line + 1}; a run configuration has a few hundred")
+            raise _TooBig(
+                f"the document {how} to more than {MAX_YAML_VALUES:,} values by line "
+                f"{mark.line + 1}; a run configuration has a few hundred"
+            )
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
@@ -101,7 +103,9 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
             continue
         if first is not None:
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {short_repr(key)} (first at line {first})",
+                None,
+                None,
+                f"duplicate key {short_repr(key)} (first at line {first})",
                 key_node.start_mark,
             )
         seen[key] = key_node.start_mark.line + 1

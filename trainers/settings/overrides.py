@@ -91,7 +91,7 @@ def _name_flag(error: str, explicit: Mapping[str, Any]) -> str:
         section, name = CLI_DESTS[dest]
         key = f"{section}.{name}: "
         if dest in explicit and error.startswith(key):
-            return f"{flag_name(dest)} ({section}.{name}): {error[len(key):]}"
+            return f"{flag_name(dest)} ({section}.{name}): {error[len(key) :]}"
     return error
 
 
@@ -120,8 +120,9 @@ def apply_cli_overrides(options: RunOptions, explicit: Mapping[str, Any]) -> Run
             deterministic = result
             continue
         if dest not in CLI_DESTS:
-            raise ConfigError(f"unknown command-line option {dest!r} "
-                              f"(known: {', '.join(sorted([*CLI_DESTS, 'deterministic']))})")
+            raise ConfigError(
+                f"unknown command-line option {dest!r} (known: {', '.join(sorted([*CLI_DESTS, 'deterministic']))})"
+            )
         section, name = CLI_DESTS[dest]
         owner = type(options) if section is None else type(getattr(options, section))
         result, found = structure_at(conv, value, _field_type(owner, name))
@@ -141,21 +142,25 @@ def apply_cli_overrides(options: RunOptions, explicit: Mapping[str, Any]) -> Run
         cp = attrs.evolve(cp, resume=True)
     typed_resume = ("resume" in explicit or "load_model" in explicit) and cp.resume
     if typed_resume and cp.initialize_from is not None:
-        logger.warning("Both --resume and initialize_from=%s are set; the run will be resumed and "
-                       "the initialization ignored.", cp.initialize_from)
+        logger.warning(
+            "Both --resume and initialize_from=%s are set; the run will be resumed and the initialization ignored.",
+            cp.initialize_from,
+        )
         cp = attrs.evolve(cp, initialize_from=None)
     elif "initialize_from" in explicit and cp.initialize_from is not None and cp.resume:
-        logger.warning("Both --initialize-from=%s and resume are set; the run will be initialized "
-                       "from it and not resumed.", cp.initialize_from)
+        logger.warning(
+            "Both --initialize-from=%s and resume are set; the run will be initialized from it and not resumed.",
+            cp.initialize_from,
+        )
         cp = attrs.evolve(cp, resume=False, load_model=False)
     new = attrs.evolve(new, checkpoint_settings=cp)
     if "initialize_from" in explicit:
         new = _with_init_paths(new)
 
     if deterministic is not None:
+
         def det(s: TrainerSettings) -> TrainerSettings:
-            return attrs.evolve(s, network_settings=attrs.evolve(s.network_settings,
-                                                                 deterministic=deterministic))
+            return attrs.evolve(s, network_settings=attrs.evolve(s.network_settings, deterministic=deterministic))
 
         default = new.default_settings
         if default is None and not new.config_specified:

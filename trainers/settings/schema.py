@@ -42,9 +42,7 @@ class EncoderType(enum.StrEnum):
     @property
     def min_resolution(self) -> int:
         """Smallest image side (pixels) the encoder accepts."""
-        return {"simple": 20, "nature_cnn": 36, "resnet": 15, "match3": 5, "fully_connected": 1}[
-            self.value
-        ]
+        return {"simple": 20, "nature_cnn": 36, "resnet": 15, "match3": 5, "fully_connected": 1}[self.value]
 
 
 class ConditioningType(enum.StrEnum):
@@ -153,9 +151,7 @@ class SACSettings(Hyperparameters):
     steps_per_update: float = 1.0
     save_replay_buffer: bool = False
     init_entcoef: float = 1.0
-    _reward_signal_steps_per_update: float | None = attrs.field(
-        default=None, alias="reward_signal_steps_per_update"
-    )
+    _reward_signal_steps_per_update: float | None = attrs.field(default=None, alias="reward_signal_steps_per_update")
 
     @property
     def reward_signal_steps_per_update(self) -> float:
@@ -275,9 +271,7 @@ class TrainerSettings:
     trainer_type: str = "ppo"
     hyperparameters: Hyperparameters = attrs.Factory(PPOSettings)
     network_settings: NetworkSettings = attrs.Factory(NetworkSettings)
-    reward_signals: dict[RewardSignalType, RewardSignalSettings] = attrs.Factory(
-        _default_reward_signals
-    )
+    reward_signals: dict[RewardSignalType, RewardSignalSettings] = attrs.Factory(_default_reward_signals)
     init_path: str | None = None
     keep_checkpoints: int = 5
     even_checkpoints: bool = False
@@ -493,8 +487,7 @@ def behavior_settings(options: RunOptions, name: str) -> TrainerSettings:
     elif options.default_settings is not None:
         settings = options.default_settings
     elif not options.config_specified:
-        logger.warning("Behavior %s is not in a configuration file; the default settings are used.",
-                       base)
+        logger.warning("Behavior %s is not in a configuration file; the default settings are used.", base)
         settings = TrainerSettings()
     else:
         known = ", ".join(sorted(options.behaviors)) or "none"

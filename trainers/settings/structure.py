@@ -66,9 +66,7 @@ TOP_LEVEL_KEYS = (
     "debug",
 )
 
-_PARAMETER_SHAPES = (
-    "expected a number, a sampler {sampler_type, sampler_parameters} or {curriculum: [lessons]}"
-)
+_PARAMETER_SHAPES = "expected a number, a sampler {sampler_type, sampler_parameters} or {curriculum: [lessons]}"
 
 _SECTIONS: dict[str, type] = {
     "env_settings": EnvironmentSettings,
@@ -118,9 +116,7 @@ def config_error(problems: Sequence[Problem | str], prefix: str = "") -> ConfigE
     if len(lines) == 1:
         text = lines[0]
     else:
-        text = f"{len(lines)} problems in the run configuration:\n" + "\n".join(
-            f"  {line}" for line in lines
-        )
+        text = f"{len(lines)} problems in the run configuration:\n" + "\n".join(f"  {line}" for line in lines)
     if prefix:
         text = f"{prefix}: {text}"
     unknown_type = any(isinstance(p, Problem) and p.unknown_trainer_type for p in problems)
@@ -174,10 +170,7 @@ def collect(exc: BaseException, path: Path = ()) -> list[Problem]:
         return [Problem(path, exc.message, exc.unknown_trainer_type)]
     if isinstance(exc, ForbiddenExtraKeysError):
         valid = yaml_keys(exc.cl) if attrs.has(exc.cl) else []
-        return [
-            Problem(path + (str(k),), unknown_key_message(k, valid))
-            for k in sorted(exc.extra_fields, key=str)
-        ]
+        return [Problem(path + (str(k),), unknown_key_message(k, valid)) for k in sorted(exc.extra_fields, key=str)]
     if isinstance(exc, (ClassValidationError, IterableValidationError)):
         aliases: dict[str, str] = {}
         if isinstance(exc, ClassValidationError) and attrs.has(exc.cl):
@@ -197,9 +190,7 @@ def collect(exc: BaseException, path: Path = ()) -> list[Problem]:
     return [Problem(path, f"invalid value ({exc})")]
 
 
-def structure_at(
-    conv: cattrs.Converter, value: Any, typ: Any, path: Path = ()
-) -> tuple[Any, list[Problem]]:
+def structure_at(conv: cattrs.Converter, value: Any, typ: Any, path: Path = ()) -> tuple[Any, list[Problem]]:
     """(result or None, problems) of structuring ``value`` as ``typ``."""
     try:
         return conv.structure(value, typ), []
@@ -352,9 +343,7 @@ def make_converter(hyperparameter_types: Mapping[str, type] | None = None) -> ca
         def structure(value: Any, _: Any) -> tuple[Any, ...]:
             items = _sequence(value)
             if len(items) != len(item_types):
-                raise _Invalid(
-                    f"expected a list of {len(item_types)} values, got {describe(value)}"
-                )
+                raise _Invalid(f"expected a list of {len(item_types)} values, got {describe(value)}")
             out, problems = [], []
             for i, (item, item_type) in enumerate(zip(items, item_types)):
                 result, found = structure_at(conv, item, item_type, (str(i),))
@@ -381,9 +370,7 @@ def make_converter(hyperparameter_types: Mapping[str, type] | None = None) -> ca
         lambda t: t == dict[RewardSignalType, RewardSignalSettings],
         lambda value, _: _structure_reward_signals(conv, value),
     )
-    conv.register_structure_hook_func(
-        lambda t: t == Sampler, lambda value, _: _structure_sampler(conv, value)
-    )
+    conv.register_structure_hook_func(lambda t: t == Sampler, lambda value, _: _structure_sampler(conv, value))
     conv.register_structure_hook_func(
         lambda t: t == dict[str, EnvironmentParameterSettings],
         lambda value, _: _structure_environment_parameters(conv, value),
@@ -447,9 +434,7 @@ def _structure_trainer(
     return settings
 
 
-def _explain_foreign_key(
-    problem: Problem, trainer_type: str, hp_types: Mapping[str, type]
-) -> Problem:
+def _explain_foreign_key(problem: Problem, trainer_type: str, hp_types: Mapping[str, type]) -> Problem:
     """An unknown hyperparameter that another trainer type takes says so (``beta`` under sac)."""
     message = problem.message
     if len(problem.path) != 2 or not message.startswith("unknown key") or "did you mean" in message:
@@ -462,9 +447,7 @@ def _explain_foreign_key(
     return attrs.evolve(problem, message=message)
 
 
-def _structure_reward_signals(
-    conv: cattrs.Converter, value: Any
-) -> dict[RewardSignalType, RewardSignalSettings]:
+def _structure_reward_signals(conv: cattrs.Converter, value: Any) -> dict[RewardSignalType, RewardSignalSettings]:
     classes = reward_signal_types()
     known = [t.value for t in classes]
     out: dict[RewardSignalType, RewardSignalSettings] = {}
@@ -476,11 +459,7 @@ def _structure_reward_signals(
             problems.append(Problem((str(key),), unknown_key_message(key, known, "reward signal")))
             continue
         raw = dict(as_mapping(raw)) if isinstance(raw, Mapping) or raw is None else raw
-        if (
-            isinstance(raw, dict)
-            and isinstance(raw.get("encoding_size"), int)
-            and "network_settings" not in raw
-        ):
+        if isinstance(raw, dict) and isinstance(raw.get("encoding_size"), int) and "network_settings" not in raw:
             # Deprecated key (warned about by validation): it sized the signal's network.
             raw["network_settings"] = {"hidden_units": raw["encoding_size"]}
         result, found = structure_at(conv, raw, classes[signal], (str(key),))
@@ -497,10 +476,7 @@ def _structure_sampler(conv: cattrs.Converter, value: Any) -> Any:
     if number is not None and not isinstance(value, Mapping):
         return ConstantSampler(value=_structure_float(value, float))
     if not isinstance(value, Mapping):
-        raise _Invalid(
-            "expected a number or a sampler {sampler_type, sampler_parameters}, "
-            f"got {describe(value)}"
-        )
+        raise _Invalid(f"expected a number or a sampler {{sampler_type, sampler_parameters}}, got {describe(value)}")
     problems = [
         Problem((str(k),), unknown_key_message(k, ["sampler_type", "sampler_parameters"]))
         for k in value
@@ -526,9 +502,7 @@ def _structure_sampler(conv: cattrs.Converter, value: Any) -> Any:
     raise _Problems(problems)
 
 
-def _structure_environment_parameters(
-    conv: cattrs.Converter, value: Any
-) -> dict[str, EnvironmentParameterSettings]:
+def _structure_environment_parameters(conv: cattrs.Converter, value: Any) -> dict[str, EnvironmentParameterSettings]:
     out: dict[str, EnvironmentParameterSettings] = {}
     problems: list[Problem] = []
     for key, raw in as_mapping(value).items():
@@ -577,22 +551,21 @@ def _merge_defaults(
         cls = hp_types.get(own_type) if isinstance(own_type, str) else None
         keys = set(yaml_keys(cls)) if cls is not None else set()
         defaults = dict(defaults)
-        defaults["hyperparameters"] = {
-            k: v for k, v in defaults["hyperparameters"].items() if k in keys
-        }
+        defaults["hyperparameters"] = {k: v for k, v in defaults["hyperparameters"].items() if k in keys}
     return deep_merge(defaults, behavior)
 
 
 def _old_format_hint(data: Mapping[str, Any]) -> str | None:
     unknown = [k for k in data if k not in TOP_LEVEL_KEYS]
     looks_like_behavior = any(
-        isinstance(data[k], Mapping)
-        and any(s in data[k] for s in ("trainer_type", "trainer", "hyperparameters"))
+        isinstance(data[k], Mapping) and any(s in data[k] for s in ("trainer_type", "trainer", "hyperparameters"))
         for k in unknown
     )
     if looks_like_behavior and "behaviors" not in data:
-        return ("this looks like an old-format configuration: put each behavior under "
-                "'behaviors:' (ML-Agents' upgrade_config does this)")
+        return (
+            "this looks like an old-format configuration: put each behavior under "
+            "'behaviors:' (ML-Agents' upgrade_config does this)"
+        )
     return None
 
 
@@ -614,8 +587,7 @@ def structure_run_options(
         data = {}
     if not isinstance(data, Mapping):
         raise ConfigError(
-            f"the run configuration must be a mapping of sections ({', '.join(TOP_LEVEL_KEYS)}), "
-            f"got {describe(data)}"
+            f"the run configuration must be a mapping of sections ({', '.join(TOP_LEVEL_KEYS)}), got {describe(data)}"
         )
     problems: list[Problem | str] = []
     hint = _old_format_hint(data)
@@ -655,7 +627,9 @@ def structure_run_options(
     fields["behaviors"] = behaviors if behaviors_ok else {}
 
     params, found = structure_at(
-        conv, data.get("environment_parameters"), dict[str, EnvironmentParameterSettings],
+        conv,
+        data.get("environment_parameters"),
+        dict[str, EnvironmentParameterSettings],
         ("environment_parameters",),
     )
     problems += found
@@ -704,9 +678,7 @@ def _unstructure_sampler(conv: cattrs.Converter, sampler: Any) -> Any:
     return {"sampler_type": name, "sampler_parameters": plain(conv.unstructure(sampler))}
 
 
-def _unstructure_parameter(
-    conv: cattrs.Converter, name: str, param: EnvironmentParameterSettings
-) -> Any:
+def _unstructure_parameter(conv: cattrs.Converter, name: str, param: EnvironmentParameterSettings) -> Any:
     lessons = param.curriculum
     if len(lessons) == 1 and lessons[0].completion_criteria is None and lessons[0].name == name:
         return _unstructure_sampler(conv, lessons[0].value)
@@ -730,8 +702,7 @@ def unstructure_run_options(options: RunOptions) -> dict[str, Any]:
         "behaviors": {name: conv.unstructure(s) for name, s in options.behaviors.items()},
         "default_settings": None if default is None else conv.unstructure(default),
         "environment_parameters": {
-            name: _unstructure_parameter(conv, name, param)
-            for name, param in options.environment_parameters.items()
+            name: _unstructure_parameter(conv, name, param) for name, param in options.environment_parameters.items()
         },
     }
     for key in _SECTIONS:

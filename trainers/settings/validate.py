@@ -110,22 +110,30 @@ def _check_network(c: _Checks, path: str, net: NetworkSettings, *, bodies: int =
     if net.memory is not None:
         mem = f"{path}.memory"
         c.require(f"{mem}.sequence_length", net.memory.sequence_length, lambda v: v > 0, "> 0")
-        c.require(f"{mem}.memory_size", net.memory.memory_size, lambda v: v > 0 and v % 2 == 0,
-                  "even and > 0")
+        c.require(f"{mem}.memory_size", net.memory.memory_size, lambda v: v > 0 and v % 2 == 0, "even and > 0")
 
 
 def _check_hyperparameters(c: _Checks, where: str, hp: Any) -> None:
     path = f"{where}.hyperparameters"
-    _positive(c, path, hp, "batch_size", "buffer_size", "learning_rate", "epsilon", "num_epoch",
-              "steps_per_update", "init_entcoef")
+    _positive(
+        c,
+        path,
+        hp,
+        "batch_size",
+        "buffer_size",
+        "learning_rate",
+        "epsilon",
+        "num_epoch",
+        "steps_per_update",
+        "init_entcoef",
+    )
     _non_negative(c, path, hp, "beta", "buffer_init_steps")
     if hasattr(hp, "lambd"):
         c.require(f"{path}.lambd", hp.lambd, lambda v: 0 <= v <= 1, "between 0 and 1")
     if hasattr(hp, "tau"):
         c.require(f"{path}.tau", hp.tau, lambda v: 0 < v <= 1, "in (0, 1]")
     if hasattr(hp, "reward_signal_steps_per_update"):
-        c.require(f"{path}.reward_signal_steps_per_update", hp.reward_signal_steps_per_update,
-                  lambda v: v > 0, "> 0")
+        c.require(f"{path}.reward_signal_steps_per_update", hp.reward_signal_steps_per_update, lambda v: v > 0, "> 0")
     batch, buffer = getattr(hp, "batch_size", None), getattr(hp, "buffer_size", None)
     if isinstance(batch, int) and isinstance(buffer, int) and batch > 0 and buffer > 0:
         if batch > buffer:
@@ -154,8 +162,7 @@ def check_trainer_settings(
         )
     _check_hyperparameters(c, where, settings.hyperparameters)
     shared = bool(getattr(settings.hyperparameters, "shared_critic", False))
-    _check_network(c, f"{where}.network_settings", settings.network_settings,
-                   bodies=1 if shared else 2)
+    _check_network(c, f"{where}.network_settings", settings.network_settings, bodies=1 if shared else 2)
     memory = settings.network_settings.memory
     batch = getattr(settings.hyperparameters, "batch_size", None)
     if memory is not None and isinstance(batch, int) and memory.sequence_length > batch:
@@ -163,19 +170,16 @@ def check_trainer_settings(
             f"{where}: network_settings.memory.sequence_length ({memory.sequence_length}) "
             f"must not exceed batch_size ({batch})"
         )
-    _positive(c, where, settings, "time_horizon", "summary_freq", "checkpoint_interval",
-              "keep_checkpoints")
+    _positive(c, where, settings, "time_horizon", "summary_freq", "checkpoint_interval", "keep_checkpoints")
     _non_negative(c, where, settings, "max_steps")
     if not settings.reward_signals:
-        c.errors.append(f"{where}.reward_signals: at least one reward signal is required "
-                        "(e.g. extrinsic: {})")
+        c.errors.append(f"{where}.reward_signals: at least one reward signal is required (e.g. extrinsic: {{}})")
     for key, signal in settings.reward_signals.items():
         path = f"{where}.reward_signals.{key}"
         c.require(f"{path}.gamma", signal.gamma, lambda v: 0 < v < 1, "between 0 and 1, exclusive")
         _positive(c, path, signal, "learning_rate", "encoding_size")
         if getattr(signal, "encoding_size", None) is not None:
-            c.warnings.append(f"{path}.encoding_size: deprecated; use "
-                              f"{path}.network_settings.hidden_units")
+            c.warnings.append(f"{path}.encoding_size: deprecated; use {path}.network_settings.hidden_units")
         _check_network(c, f"{path}.network_settings", signal.network_settings)
         if isinstance(signal, GAILSettings) and not signal.demo_path:
             c.errors.append(f"{path}.demo_path: gail requires a demo_path (a .demo file or folder)")
@@ -190,15 +194,18 @@ def check_trainer_settings(
     if isinstance(sp, SelfPlaySettings):
         path = f"{where}.self_play"
         _positive(c, path, sp, "save_steps", "team_change", "swap_steps", "window")
-        c.require(f"{path}.play_against_latest_model_ratio", sp.play_against_latest_model_ratio,
-                  lambda v: 0 <= v <= 1, "between 0 and 1")
+        c.require(
+            f"{path}.play_against_latest_model_ratio",
+            sp.play_against_latest_model_ratio,
+            lambda v: 0 <= v <= 1,
+            "between 0 and 1",
+        )
     return ValidationReport(tuple(c.errors), tuple(c.warnings))
 
 
 def _check_sampler(c: _Checks, path: str, sampler: Any) -> None:
     if isinstance(sampler, UniformSampler) and sampler.min_value > sampler.max_value:
-        c.errors.append(f"{path}: min_value ({sampler.min_value}) must not exceed max_value "
-                        f"({sampler.max_value})")
+        c.errors.append(f"{path}: min_value ({sampler.min_value}) must not exceed max_value ({sampler.max_value})")
     if isinstance(sampler, GaussianSampler):
         c.require(f"{path}.st_dev", sampler.st_dev, lambda v: v >= 0, ">= 0")
     if isinstance(sampler, MultiRangeUniformSampler):
@@ -209,9 +216,7 @@ def _check_sampler(c: _Checks, path: str, sampler: Any) -> None:
                 c.errors.append(f"{path}.intervals.{i}: min ({low}) must not exceed max ({high})")
 
 
-def _check_parameter(
-    c: _Checks, name: str, param: EnvironmentParameterSettings, behaviors: set[str] | None
-) -> None:
+def _check_parameter(c: _Checks, name: str, param: EnvironmentParameterSettings, behaviors: set[str] | None) -> None:
     where = f"environment_parameters.{name}"
     if not param.curriculum:
         c.errors.append(f"{where}.curriculum: at least one lesson is required")
@@ -224,22 +229,23 @@ def _check_parameter(
         if criteria is None:
             if i < last:
                 c.errors.append(
-                    f"{path} ({lesson.name}): completion_criteria are required on every lesson "
-                    "but the last"
+                    f"{path} ({lesson.name}): completion_criteria are required on every lesson but the last"
                 )
             continue
         if i == last:
-            c.warnings.append(f"{path} ({lesson.name}): the last lesson's completion_criteria "
-                              "are ignored")
+            c.warnings.append(f"{path} ({lesson.name}): the last lesson's completion_criteria are ignored")
             continue
         crit = f"{path}.completion_criteria"
         if criteria.measure is MeasureType.PROGRESS:
-            c.require(f"{crit}.threshold", criteria.threshold, lambda v: 0 <= v <= 1,
-                      "between 0 and 1 for measure progress")
+            c.require(
+                f"{crit}.threshold", criteria.threshold, lambda v: 0 <= v <= 1, "between 0 and 1 for measure progress"
+            )
         c.require(f"{crit}.min_lesson_length", criteria.min_lesson_length, lambda v: v >= 0, ">= 0")
         if behaviors is not None and criteria.behavior not in behaviors:
-            c.warnings.append(f"{crit}.behavior: {short_repr(criteria.behavior)} is not among the configured "
-                              f"behaviors ({', '.join(sorted(behaviors))})")
+            c.warnings.append(
+                f"{crit}.behavior: {short_repr(criteria.behavior)} is not among the configured "
+                f"behaviors ({', '.join(sorted(behaviors))})"
+            )
 
 
 def folder_name_problem(name: str) -> str | None:
@@ -254,8 +260,7 @@ def folder_name_problem(name: str) -> str | None:
     if name in (".", ".."):
         return f"must be a folder name inside results_dir, not {name!r}"
     if "/" in name or "\\" in name or os.path.isabs(name) or ntpath.splitdrive(name)[0]:
-        return (f"must be a plain folder name inside results_dir, without / or \\ "
-                f"(got {short_repr(name)})")
+        return f"must be a plain folder name inside results_dir, without / or \\ (got {short_repr(name)})"
     return None
 
 
@@ -269,8 +274,7 @@ def check_run_options(
         c.errors += report.errors
         c.warnings += report.warnings
     if options.default_settings is not None:
-        report = check_trainer_settings("default_settings", options.default_settings,
-                                        hyperparameter_types)
+        report = check_trainer_settings("default_settings", options.default_settings, hyperparameter_types)
         c.errors += report.errors
         c.warnings += report.warnings
     # Curriculum behaviors are checked against the configured ones unless any name is allowed.
@@ -281,20 +285,18 @@ def check_run_options(
         _check_parameter(c, name, param, known)
 
     env = options.env_settings
-    _positive(c, "env_settings", env, "num_envs", "num_areas", "timeout_wait",
-              "restarts_rate_limit_period_s")
-    c.require("env_settings.base_port", env.base_port, lambda v: 0 < v <= 65535,
-              "between 1 and 65535")
+    _positive(c, "env_settings", env, "num_envs", "num_areas", "timeout_wait", "restarts_rate_limit_period_s")
+    c.require("env_settings.base_port", env.base_port, lambda v: 0 < v <= 65535, "between 1 and 65535")
     if env.num_envs > 1 and env.base_port + env.num_envs - 1 > 65535 and env.base_port <= 65535:
-        c.errors.append(f"env_settings: base_port ({env.base_port}) + num_envs ({env.num_envs}) "
-                        "runs past port 65535")
+        c.errors.append(f"env_settings: base_port ({env.base_port}) + num_envs ({env.num_envs}) runs past port 65535")
     if env.env_path is None and env.num_envs != 1:
-        c.errors.append(f"env_settings: num_envs ({env.num_envs}) must be 1 without env_path "
-                        "(the Unity Editor is a single environment; set env_path or --env)")
+        c.errors.append(
+            f"env_settings: num_envs ({env.num_envs}) must be 1 without env_path "
+            "(the Unity Editor is a single environment; set env_path or --env)"
+        )
     c.require("env_settings.seed", env.seed, lambda v: v >= -1, "-1 (random) or >= 0")
     for name in ("max_lifetime_restarts", "restarts_rate_limit_n"):
-        c.require(f"env_settings.{name}", getattr(env, name), lambda v: v >= -1,
-                  "-1 (unlimited) or >= 0")
+        c.require(f"env_settings.{name}", getattr(env, name), lambda v: v >= -1, "-1 (unlimited) or >= 0")
     if env.env_path is not None and not env.env_path.strip():
         c.errors.append("env_settings.env_path: must not be empty (leave it out for the Editor)")
 
@@ -313,9 +315,7 @@ def check_run_options(
 
     device = options.torch_settings.device
     if device is not None and not _DEVICE.match(device):
-        c.errors.append(
-            f"torch_settings.device: expected cpu, cuda, cuda:N, mps or xpu, got {short_repr(device)}"
-        )
+        c.errors.append(f"torch_settings.device: expected cpu, cuda, cuda:N, mps or xpu, got {short_repr(device)}")
     return ValidationReport(tuple(c.errors), tuple(c.warnings))
 
 
@@ -330,7 +330,8 @@ def normalize_checkpoint_settings(options: RunOptions) -> RunOptions:
     if cp.resume and cp.initialize_from is not None:
         logger.warning(
             "Both resume and initialize_from=%s are set in the configuration; the run will be "
-            "resumed and the initialization ignored.", cp.initialize_from,
+            "resumed and the initialization ignored.",
+            cp.initialize_from,
         )
         cp = attrs.evolve(cp, initialize_from=None)
     if cp is options.checkpoint_settings:
