@@ -13,6 +13,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.paths import MLAGENTS_CONFIGS
 from trainers.exceptions import ConfigError, UnknownTrainerTypeError
 from trainers.settings import (
     BehavioralCloningSettings,
@@ -43,7 +44,7 @@ from trainers.settings import (
     write_configuration,
 )
 
-CONFIGS = Path("/work/shared/mlagents-configs")
+CONFIGS = MLAGENTS_CONFIGS
 ALL_CONFIGS = sorted(CONFIGS.glob("*/*.yaml"))
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import MLAGENTS_CONFIGS
 from trainers.exceptions import ConfigError
 from trainers.settings import (
     UnsupportedFeatureError,
@@ -18,7 +19,7 @@ from trainers.settings import (
     structure_run_options,
 )
 
-CONFIGS = Path("/work/shared/mlagents-configs")
+CONFIGS = MLAGENTS_CONFIGS
 ALL_CONFIGS = sorted(CONFIGS.glob("*/*.yaml"))
 PPO_ONLY = frozenset({"ppo"})
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.paths import MLAGENTS_CONFIGS
 from trainers.exceptions import CheckpointError, ConfigError
 from trainers.settings import (
     CLI_DESTS,
@@ -20,7 +21,7 @@ from trainers.settings import (
     write_configuration,
 )
 
-CONFIGS = Path("/work/shared/mlagents-configs")
+CONFIGS = MLAGENTS_CONFIGS
 
 
 def write(tmp_path: Path, text: str, name: str = "config.yaml") -> Path:

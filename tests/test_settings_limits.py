@@ -3,10 +3,9 @@ outside the results folder) and networks too large to allocate."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from tests.support.paths import MLAGENTS_CONFIGS
 from trainers.exceptions import ConfigError
 from trainers.settings import (
     NetworkSettings,
@@ -17,7 +16,7 @@ from trainers.settings import (
 )
 from trainers.settings.validate import MAX_NETWORK_PARAMETERS
 
-CONFIGS = Path("/work/shared/mlagents-configs")
+CONFIGS = MLAGENTS_CONFIGS
 
 BAD_NAMES = {
     "../escaped": "must be a plain folder name inside results_dir, without / or \\ (got '../escaped')",
