@@ -153,7 +153,8 @@ class PPO:
         self.policy.actor.eval()
         self.buffer.clear()
         stats = {
-            "Losses/Policy Loss": float(torch.stack(policy_losses).mean()),
+            # the magnitude per minibatch, as ML-Agents reports it (so curves compare across trainers)
+            "Losses/Policy Loss": float(torch.stack(policy_losses).abs().mean()),
             "Losses/Value Loss": float(torch.stack(value_losses).mean()),
             "Policy/Learning Rate": learning_rate,
             "Policy/Epsilon": epsilon,
