@@ -1,14 +1,17 @@
 """PPO learns as ML-Agents 0.28 does on its own learning tests and configs (issue 10, section 4).
 
-Runs are unthreaded (ML-Agents' default) and seeded, so each is reproducible. The numbers in the
-comments are the same runs before the parity changes (one joint ratio per action, summed
-continuous entropy, He-normal initialisation with a ReLU gain).
+Runs are unthreaded (ML-Agents' default) and seeded, so each is reproducible. "Before" in the
+comments is the trainer before the parity changes (one joint ratio per action, summed
+continuous entropy, He-normal initialisation with a ReLU gain, correlated random streams);
+"ML-Agents" is ML-Agents 0.28's own trainer on the same built-in environments and configs.
 
 - Hybrid: ML-Agents' ``test_hybrid_ppo`` with 2 continuous + 2 discrete actions on the built-in
-  Simple (its ``SimpleEnvironment``), with its settings; passes when the last 5 episode returns
-  average above 0.9. ML-Agents itself passed on 2 of 6 seeds.
-- 3DBall: ML-Agents' 3DBall.yaml; ML-Agents reached a mean reward of 100 at 90k-114k steps.
-- Basic: ML-Agents' Basic.yaml reaches 0.8 (optimum 0.93) within 40k steps.
+  Simple (its ``SimpleEnvironment``), with its settings; a seed passes when the last 5 episode
+  returns average above 0.9. Before: 2 of 10 seeds; ML-Agents: 5 of 10.
+- 3DBall: ML-Agents' 3DBall.yaml; mean reward at 84k steps. Before: 34.5, 37.3, 49.9;
+  ML-Agents: 75.9, 66.3, 79.1.
+- Basic: ML-Agents' Basic.yaml reaches 0.8 (optimum 0.93) within 40k steps; seeds 8346 and 7
+  locked onto the small goal (0.07) before.
 """
 
 from __future__ import annotations
@@ -32,38 +35,32 @@ def hybrid_score(seed: int, **hyperparameters) -> float:
 
 
 def test_hybrid_2c2d_passes_mlagents_test_on_most_seeds():
-    scores = [hybrid_score(seed) for seed in (1337, 1, 2, 3, 4, 5)]
-    assert sum(score > 0.9 for score in scores) >= 5, scores  # before: 0.98, 0.88, 0.97, 0.42, 0.27, 0.76
+    scores = [hybrid_score(seed) for seed in (1337, 1, 2, 3, 4, 5, 6, 7, 8, 9)]
+    assert sum(score > 0.9 for score in scores) >= 7, scores
 
 
 def test_hybrid_2c2d_control_without_learning_fails():
     assert hybrid_score(1337, learning_rate=0.0) < 0.5
 
 
-def steps_to_reward(seed: int, reward: float, budget: int, **hyperparameters) -> int | None:
-    """The first summary step (every 12k) of built-in 3DBall whose mean reward reaches ``reward``."""
+def reward_at(seed: int, steps: int, **hyperparameters) -> float:
+    """The mean episode reward of built-in 3DBall's summary at ``steps`` (summaries every 12k)."""
     settings = config("3DBall")
     settings = attrs.evolve(settings, hyperparameters=attrs.evolve(settings.hyperparameters, **hyperparameters))
-    log = train_env(
-        make_env("3DBall", seed=seed),
-        settings,
-        seed=seed,
-        until=lambda curve: curve[-1][1] >= reward or curve[-1][0] >= budget,
-    )
-    return next((step for step, mean in log.curve if mean >= reward), None)
+    log = train_env(make_env("3DBall", seed=seed), settings, seed=seed, until=lambda curve: curve[-1][0] >= steps)
+    return dict(log.curve)[steps]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_3dball_reaches_90_within_mlagents_step_budget(seed):
-    steps = steps_to_reward(seed, 90.0, 108_000)
-    assert steps is not None and steps <= 108_000, steps  # before: 120k, 144k, 120k
+def test_3dball_learns_as_fast_as_mlagents(seed):
+    assert reward_at(seed, 84_000) >= 60.0  # the cap is 100; random play scores about 1
 
 
 def test_3dball_control_without_learning_stays_low():
-    assert steps_to_reward(1, 10.0, 36_000, learning_rate=0.0) is None
+    assert reward_at(1, 36_000, learning_rate=0.0) < 5.0
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [8346, 7, 1])
 def test_basic_reaches_08_within_40k_steps(seed):
     log = train_env(
         make_env("Basic", seed=seed),

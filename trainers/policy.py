@@ -17,7 +17,9 @@ from mlagents_envs.base_env import ActionTuple, BehaviorSpec
 from torch import Tensor
 
 from processors.trajectory import ActionInfo
+from trainers import seeding
 from trainers.networks import Actor, UnsupportedNetworkError
+from trainers.seeding import Stream
 
 if TYPE_CHECKING:
     from trainers.settings import NetworkSettings
@@ -59,19 +61,19 @@ class TorchPolicy:
         self.continuous_size = int(behavior_spec.action_spec.continuous_size)
         self.discrete_branches = tuple(int(n) for n in behavior_spec.action_spec.discrete_branches)
         self._obs_shapes = tuple(tuple(int(s) for s in spec.shape) for spec in behavior_spec.observation_specs)
-        init_generator = torch.Generator()
-        self.seed = int(seed) if seed is not None else int(init_generator.seed())
-        init_generator.manual_seed(self.seed)
+        self.seed = int(seed) if seed is not None else int(torch.Generator().seed())
         self.actor = Actor(
-            behavior_spec.observation_specs, network_settings, behavior_spec.action_spec, generator=init_generator
+            behavior_spec.observation_specs,
+            network_settings,
+            behavior_spec.action_spec,
+            generator=seeding.generator(self.seed, Stream.POLICY_INIT),
         )
         self.actor.to(self.device).eval()
-        self._generator = torch.Generator(device=self.device)
-        self._generator.manual_seed(self.seed)
+        self._generator = seeding.generator(self.seed, Stream.POLICY_SAMPLING, self.device)
 
     def reseed(self, seed: int) -> None:
         """Restart the stream of sampled actions from ``seed`` (weights unchanged)."""
-        self._generator.manual_seed(int(seed))
+        self._generator.manual_seed(seeding.stream_seed(int(seed), Stream.POLICY_SAMPLING))
 
     # ------------------------------------------------------------ conversions
 

@@ -20,12 +20,14 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from processors.trajectory import Trajectory
 from stats import StatsReporter
+from trainers import seeding
 from trainers.buffer import PPOBatch, UpdateBuffer
 from trainers.exceptions import ConfigError
 from trainers.networks import Critic, ValueHeads
 from trainers.policy import TorchPolicy
 from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae
 from trainers.reward_signals import EpisodeSignalRewards, create_reward_signals
+from trainers.seeding import Stream
 from trainers.settings import PPOSettings, TrainerSettings
 
 # Floors of the linear schedules, as ML-Agents decays them.
@@ -74,7 +76,7 @@ class PPO:
         stream_names = [signal.name for signal in self.reward_signals]
         self._value_tags = [f"Policy/{name.capitalize()} Value Estimate" for name in stream_names]
         self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
-        generator = torch.Generator().manual_seed(seed + 1)
+        generator = seeding.generator(seed, Stream.CRITIC_INIT)
         if hyperparameters.shared_critic:
             self.critic: Critic | _SharedCritic = _SharedCritic(self.policy, stream_names, generator)
         else:
@@ -84,7 +86,7 @@ class PPO:
         self.critic.to(self.device)
         parameters = {id(p): p for p in [*self.policy.actor.parameters(), *self.critic.parameters()]}
         self.optimizer = torch.optim.Adam(parameters.values(), lr=hyperparameters.learning_rate, fused=True)
-        self._shuffle = torch.Generator().manual_seed(seed + 2)
+        self._shuffle = seeding.generator(seed, Stream.SHUFFLE)
         self.buffer = UpdateBuffer(
             [tuple(spec.shape) for spec in behavior_spec.observation_specs],
             self.policy.continuous_size,
