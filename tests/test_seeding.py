@@ -1,8 +1,8 @@
 """Random streams derived from one seed are reproducible and do not replay each other.
 
 An acting policy seeded ``seed + 1`` once sampled its actions from the same stream that drew
-the critic's initial weights (also ``seed + 1``): on built-in Basic about one seed in six then
-locked onto the small goal (ML-Agents: one in twenty), gone with independent streams."""
+the critic's initial weights (also ``seed + 1``): on built-in Basic 8 of 50 seeds then locked
+onto the small goal; with independent streams 5 of 59 do (ML-Agents' trainer: 2 of 40)."""
 
 from __future__ import annotations
 
