@@ -20,7 +20,7 @@ from trainers.networks import (
     UnsupportedNetworkError,
     ValueHeads,
 )
-from trainers.settings import EncoderType, NetworkSettings
+from trainers.settings import ConditioningType, EncoderType, NetworkSettings
 
 
 def vector_spec(n: int, name: str = "vector") -> ObservationSpec:
@@ -279,3 +279,11 @@ def test_critic_has_one_value_head_per_reward_signal():
     assert float(critic.encoder.inputs[0].normalizer.count) == 7
     with pytest.raises(UnsupportedNetworkError, match="repeat"):
         ValueHeads(4, ["extrinsic", "extrinsic"])
+
+
+def test_goal_observations_need_goal_conditioning_none():
+    goal = ObservationSpec((2,), (DimensionProperty.NONE,), ObservationType.GOAL_SIGNAL, "goal")
+    with pytest.raises(UnsupportedNetworkError, match="observation 1 \\('goal'\\).*goal_conditioning_type: none"):
+        Actor([vector_spec(3), goal], SMALL, ActionSpec(1, ()))
+    plain = NetworkSettings(hidden_units=8, num_layers=1, goal_conditioning_type=ConditioningType.NONE)
+    Actor([vector_spec(3), goal], plain, ActionSpec(1, ()))  # goals as ordinary inputs, as asked

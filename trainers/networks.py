@@ -17,8 +17,8 @@ the mean of the continuous dimensions' entropies plus the sum of the branches' (
 ``beta`` is tuned against it).
 
 Not supported yet (errors name the observation): recurrent memory (LSTM), variable-length
-(buffer sensor) observations that need attention; goal observations are treated as ordinary
-inputs (no hypernetwork conditioning).
+(buffer sensor) observations that need attention, and goal conditioning by hypernetwork (goal
+observations are ordinary inputs only with ``goal_conditioning_type: none``).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, cast
 
 import torch
-from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpec
+from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpec, ObservationType
 from torch import Tensor, nn
 from torch.nn import functional as F
 
@@ -295,7 +295,16 @@ class ObservationEncoder(nn.Module):
         self.visual = tuple(len(spec.shape) == 3 for spec in observation_specs)
         inputs: list[nn.Module] = []
         total = 0
+        conditioning = str(getattr(network_settings.goal_conditioning_type, "value", "hyper"))
         for i, spec in enumerate(observation_specs):
+            if getattr(spec, "observation_type", ObservationType.DEFAULT) == ObservationType.GOAL_SIGNAL and (
+                conditioning != "none"
+            ):
+                raise UnsupportedNetworkError(
+                    f"{_describe(i, spec)} is a goal signal and network_settings.goal_conditioning_type is "
+                    f"{conditioning!r}: hypernetwork goal conditioning is not supported yet; set "
+                    "goal_conditioning_type: none to feed goals as ordinary inputs"
+                )
             shape = tuple(int(s) for s in spec.shape)
             if len(shape) == 1:
                 vec = _VectorInput(shape[0], bool(network_settings.normalize))

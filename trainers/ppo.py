@@ -94,6 +94,9 @@ class PPO:
             len(self.reward_signals),
             capacity=hyperparameters.buffer_size + settings.time_horizon,
         )
+        # Trajectories since the last update, kept only for reward signals that train on them
+        # (holding them otherwise would pin memory the update buffer already copied).
+        self._training_signals = [signal for signal in self.reward_signals if signal.trains]
         self._since_update: list[Trajectory] = []
 
     # ------------------------------------------------------------------ experience
@@ -120,7 +123,8 @@ class PPO:
             self.stats_reporter.add_stats(self._value_tags[i], estimate[:-1])
             self._episode_rewards.add(trajectory, signal.name, rewards)
         self.buffer.append(trajectory, advantages, returns, values)
-        self._since_update.append(trajectory)
+        if self._training_signals:
+            self._since_update.append(trajectory)
 
     def ready(self) -> bool:
         return len(self.buffer) > self.hyperparameters.buffer_size
@@ -162,7 +166,7 @@ class PPO:
             "Policy/Epsilon": epsilon,
             "Policy/Beta": beta,
         }
-        for signal in self.reward_signals:
+        for signal in self._training_signals:
             stats.update(signal.update(self._since_update))
         self._since_update = []
         return stats

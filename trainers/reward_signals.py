@@ -21,10 +21,12 @@ from trainers.settings import RewardSignalSettings, RewardSignalType, TrainerSet
 
 class RewardSignal(Protocol):
     """One reward stream. ``name`` is the ``reward_signals`` key (``extrinsic``...), also the
-    name of its value head; ``gamma`` discounts its returns."""
+    name of its value head; ``gamma`` discounts its returns. ``trains``: whether it has an
+    update of its own (the algorithm then keeps the update's trajectories for it)."""
 
     name: str
     gamma: float
+    trains: bool
 
     def rewards(self, trajectory: Trajectory) -> np.ndarray:
         """[T] float32 rewards of this stream for each step, ``strength`` applied."""
@@ -45,6 +47,7 @@ class ExtrinsicReward:
     def __init__(self, settings: RewardSignalSettings) -> None:
         self.name = str(RewardSignalType.EXTRINSIC.value)
         self.gamma = float(settings.gamma)
+        self.trains = False
         self._strength = np.float32(settings.strength)
 
     def rewards(self, trajectory: Trajectory) -> np.ndarray:

@@ -102,14 +102,6 @@ class InProcessPool(EnvWorkerPool):
         self._known: set[str] = set()
         self._ready: deque[WorkerResult | WorkerFault] = deque()
 
-    @staticmethod
-    def of_env(env: BaseEnv) -> InProcessPool:
-        """A pool over an environment object the caller already opened (it cannot be
-        reopened, so give the env manager a restart budget of 0)."""
-        get_stats = getattr(env, "get_and_reset_stats", None)
-        opened = OpenEnv(env, get_stats if callable(get_stats) else dict)
-        return InProcessPool(opener=lambda worker_id: opened)
-
     @property
     def env(self) -> BaseEnv | None:
         return None if self._opened is None else self._opened.env
