@@ -4,6 +4,7 @@
     agents-learn config/ppo/3DBall.yaml --env=Builds/3DBall.x86_64 --num-envs=4
     agents-learn config/ppo/3DBall.yaml                               # (with env_path unset) the Editor
     agents-learn config.yaml --env=python:my_package.envs:make_env      # a Python BaseEnv factory
+    agents-learn config.yaml --check                                  # validate, print, write nothing
 
 A value typed on the command line overrides the YAML, which overrides the defaults; flags not
 typed leave the YAML alone. Every error agents-learn raises on purpose is printed as one line
@@ -18,7 +19,7 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from trainers.exceptions import AgentsLearnError
 
@@ -53,7 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--initialize-from", metavar="RUN_ID", help="start from the weights of another run")
     p.add_argument("--seed", type=int, help="random seed; -1 (default) draws one in 0-9999")
     p.add_argument("--train", dest="train_model", action="store_true", help=argparse.SUPPRESS)
-    p.add_argument("--inference", action="store_true", help="act without training")
+    p.add_argument(
+        "--inference",
+        action="store_true",
+        help="act with the run's saved policy, without training or saving, until Ctrl-C",
+    )
     p.add_argument("--base-port", type=int, help="worker i listens on base-port + i (default 5005)")
     p.add_argument("--num-envs", type=int, help="environments stepped in parallel, one process each (default 1)")
     p.add_argument("--num-areas", type=int, help="training areas inside each environment (default 1)")
@@ -82,17 +87,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="interface Unity connects to (default 127.0.0.1; 0.0.0.0 for builds in other "
         "Docker containers or machines)",
     )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="dry run: validate the configuration and flags (every key, capability, demo file, plugin, "
+        "the environment path and the results folder), print the resolved configuration and exit 0 or 1; "
+        "writes nothing and starts no environment",
+    )
     p.add_argument("--env-args", nargs=argparse.REMAINDER, help="arguments passed to the build (must come last)")
     return p
 
 
-def configure_logging(debug: bool) -> None:
-    fmt = "%(asctime)s %(levelname)s [%(filename)s:%(lineno)d] %(message)s" if debug else "[%(levelname)s] %(message)s"
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logging.Formatter(fmt, "%Y-%m-%d %H:%M:%S"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.DEBUG if debug else logging.INFO)
+def configure_logging(debug: bool, stream: TextIO | None = None) -> None:
+    """Log lines to ``stream`` (stdout, as mlagents-learn; --check keeps stdout for the YAML)."""
+    from envs.workers.log_lines import LogFormat, log_to
+
+    log_to(stream if stream is not None else sys.stdout, LogFormat.for_debug(debug))
     for noisy in ("matplotlib", "PIL", "urllib3", "grpc", "h5py"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -126,6 +136,27 @@ def run_training(options: Any, registry: Any, bind_address: str, stop: threading
     return 0  # a stop request is a clean end, as in mlagents-learn: everything is saved
 
 
+def check_only(options: Any, registry: Any) -> int:
+    """``--check``: every check a run makes before its first write, then the resolved
+    configuration on stdout; nothing is written and no environment starts."""
+    from orchestration.run import check_run
+    from stats import check_stats_writer_plugins
+    from trainers.settings import dump_run_options
+
+    device = check_run(options, registry=registry)
+    plugins = check_stats_writer_plugins()
+    sys.stdout.write(dump_run_options(options))
+    sys.stdout.flush()
+    env_path = options.env_settings.env_path or "the Unity Editor"
+    extra = f"; {len(plugins)} stats writer plugin(s) loaded" if plugins else ""
+    print(
+        f"agents-learn: configuration OK: {', '.join(options.behaviors) or 'default_settings only'} "
+        f"in {env_path} on {device}{extra}; nothing was written",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def install_stop_handler(stop: threading.Event) -> None:
     """First Ctrl-C (or SIGTERM) asks the run to stop and save; a second one aborts at once."""
 
@@ -151,26 +182,38 @@ def _error_types() -> tuple[type[BaseException], ...]:
     return (AgentsLearnError, UnityException, UnknownBuiltinEnvError, EnvFactoryError, StatsError)
 
 
+def one_line(error: BaseException) -> str:
+    """An error as one line: a list of problems (one per line after a heading) joined by "; "."""
+    lines = [" ".join(line.split()) for line in str(error).splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    head, *rest = lines
+    return " ".join([head, "; ".join(rest)]) if rest else head
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``agents-learn``; returns the exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     explicit = vars(build_parser().parse_args(args))
     debug = bool(explicit.get("debug", False))
-    configure_logging(debug)
+    check = bool(explicit.pop("check", False))
+    log_stream = sys.stderr if check else sys.stdout
+    configure_logging(debug, log_stream)
     bind_address = explicit.pop("bind_address", "127.0.0.1")
     stop = threading.Event()
     try:
         options, registry = resolve_options(explicit)
         if options.debug and not debug:
             debug = True
-            configure_logging(True)
+            configure_logging(True, log_stream)
+        if check:
+            return check_only(options, registry)
         install_stop_handler(stop)
         return run_training(options, registry, bind_address, stop)
     except _error_types() as error:
         if debug:
             logger.exception("agents-learn failed")
-        message = " ".join(str(error).split()) or type(error).__name__
-        print(f"agents-learn: error: {message}", file=sys.stderr)
+        print(f"agents-learn: error: {one_line(error)}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("agents-learn: aborted", file=sys.stderr)

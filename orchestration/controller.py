@@ -53,7 +53,9 @@ class TrainerController:
 
     ``run_dir``: ``results/<run-id>``. ``resume``: each trainer continues from its
     ``checkpoint.pt`` (a behavior without one starts fresh, with a warning). ``inference``:
-    no trainer is advanced; each behavior acts for ``max_steps`` agent steps, then the run ends.
+    no trainer is advanced and nothing is saved; each behavior acts with its checkpoint's
+    policy, counting steps on from the checkpoint's, until ``stop`` is set (as mlagents-learn:
+    ``max_steps`` does not end it).
     ``stop``: set it (Ctrl-C handler) to end the run cleanly. ``on_started`` is called once,
     when the first trainer exists (its checkpoint, if resumed, loaded): from then on the run
     may write into an earlier run's folder.
@@ -160,8 +162,8 @@ class TrainerController:
             if self._on_started is not None:
                 self._on_started()
         if self.inference:
-            self._inference_steps[name] = 0
-            self._inference_next_summary[name] = settings.summary_freq
+            self._inference_steps[name] = trainer.step
+            self._inference_next_summary[name] = (trainer.step // settings.summary_freq + 1) * settings.summary_freq
         elif settings.threaded:
             thread = TrainerThread(trainer, self._trainer_stop)
             thread.start()
@@ -175,11 +177,9 @@ class TrainerController:
     # ------------------------------------------------------------------ the loop
 
     def done(self) -> bool:
-        """Every trainer reached max_steps (inference: every behavior acted max_steps steps)."""
-        if not self.trainers:
+        """Every trainer reached max_steps (inference never is: it acts until stopped)."""
+        if not self.trainers or self.inference:
             return False
-        if self.inference:
-            return all(self._inference_steps[n] >= t.settings.max_steps for n, t in self.trainers.items())
         return not any(t.should_still_train for t in self.trainers.values())
 
     def advance(self, env_manager: EnvManager) -> None:
@@ -273,7 +273,7 @@ class TrainerController:
             self._inference_steps[name] += count
             steps = self._inference_steps[name]
             if steps >= self._inference_next_summary[name]:
-                self.reporters[name].write_stats(steps)
+                self.reporters[name].write_stats(self._inference_next_summary[name])
                 freq = self.trainers[name].settings.summary_freq
                 self._inference_next_summary[name] = (steps // freq + 1) * freq
 

@@ -80,7 +80,7 @@ class Run:
             outcome = self.controller.run(self.env_manager)
         finally:
             try:
-                if self.controller.started:
+                if self.controller.started and not self.options.checkpoint_settings.inference:
                     self.write_run_files()
             finally:
                 self.hub.close()
@@ -88,7 +88,8 @@ class Run:
         return outcome
 
     def write_run_files(self) -> None:
-        """configuration.yaml and run_logs/timers.json of this run."""
+        """configuration.yaml and run_logs/timers.json of this run (not of --inference, which
+        leaves the files of the run it acts from alone)."""
         write_configuration(self.options, self.run_dir / "configuration.yaml")
         write_timers_json(self.run_dir / "run_logs" / "timers.json", self.timers)
 
@@ -122,20 +123,15 @@ def build_run(
     Unity connection listens.
     """
     registry = registry if registry is not None else TrainerRegistry.with_plugins()
-    require_capabilities(options, registry.algorithms)
+    device = check_run(options, registry=registry, env_factory=env_factory)
     env = options.env_settings
     cp = options.checkpoint_settings
-    check_environment(options, env_factory)
-    check_results_dir(Path(cp.results_dir))
-    device = pick_device(options.torch_settings.device)
     if env.seed == -1:
         seed = random.SystemRandom().randint(0, 9999)
         logger.info("Seed: %d (drawn; pass --seed %d to repeat)", seed, seed)
         options = attrs.evolve(options, env_settings=attrs.evolve(env, seed=seed))
         env = options.env_settings
     run_dir = prepare_run_dir(options)
-    if cp.resume or cp.inference:
-        check_checkpoints_readable(run_dir)
     removed = remove_partial_writes(run_dir)
     if removed:
         logger.warning(
@@ -158,20 +154,29 @@ def build_run(
     torch.set_num_threads(1)
 
     timers = Timers()
+    perf = PerfStats()
     hub = StatsHub(
         [
-            *default_writers(run_dir, resume=cp.resume, timers=timers, console=console),
+            *default_writers(
+                run_dir,
+                resume=cp.resume or cp.inference,
+                timers=timers,
+                console=console,
+                env_steps=perf.env_steps_total,
+            ),
             *load_stats_writer_plugins(options),
             *writers,
         ]
     )
-    perf = PerfStats()
     launch = environment_launch(options, run_dir, env_factory, bind_address)
     if launch.is_editor:
         logger.info("Listening on port 5004. Start training by pressing the Play button in the Unity Editor.")
     pool: EnvWorkerPool = SubprocessPool(launch, env.num_envs) if env.num_envs > 1 else InProcessPool(launch)
 
     def on_started() -> None:
+        if cp.inference:
+            logger.info("--inference: acting without training or saving until stopped (Ctrl-C)")
+            return
         write_configuration(options, run_dir / "configuration.yaml")
         logger.info("Writing results to %s; watch training with: tensorboard --logdir %s", run_dir, cp.results_dir)
 
@@ -195,6 +200,16 @@ def build_run(
 
 
 # ---------------------------------------------------------------- checks before any work
+
+
+def check_run(options: RunOptions, *, registry: TrainerRegistry, env_factory: EnvFactory | None = None) -> str:
+    """Everything that can be refused without writing anything or starting an environment
+    (``--check`` runs exactly this); returns the torch device to train on."""
+    require_capabilities(options, registry.algorithms)
+    check_environment(options, env_factory)
+    check_results_dir(Path(options.checkpoint_settings.results_dir))
+    check_run_dir(options)
+    return pick_device(options.torch_settings.device)
 
 
 def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> None:
@@ -264,9 +279,10 @@ def check_checkpoints_readable(run_dir: Path) -> None:
 # ---------------------------------------------------------------- the results folder
 
 
-def prepare_run_dir(options: RunOptions) -> Path:
-    """Check the run id against what is on disk: refuse to overwrite without --force, refuse to
-    resume what is not there."""
+def check_run_dir(options: RunOptions) -> bool:
+    """Check the run id against what is on disk without changing it: refuse to overwrite
+    without --force, to resume what is not there or what cannot be read, to initialize from a
+    run that does not exist. Returns whether an earlier run is in the folder."""
     cp = options.checkpoint_settings
     run_dir = Path(cp.write_path)
     # A run that stopped before its first checkpoint (e.g. a config error) left only logs.
@@ -283,12 +299,21 @@ def prepare_run_dir(options: RunOptions) -> Path:
             raise CheckpointError(
                 f"cannot resume run {cp.run_id!r}: {run_dir} does not exist (start it without --resume)"
             )
-    elif exists:
-        if not cp.force:
-            raise CheckpointError(
-                f"{run_dir} already exists: use --resume to continue run {cp.run_id!r}, --force to "
-                "overwrite it, or another --run-id"
-            )
+        if exists:
+            check_checkpoints_readable(run_dir)
+    elif exists and not cp.force:
+        raise CheckpointError(
+            f"{run_dir} already exists: use --resume to continue run {cp.run_id!r}, --force to "
+            "overwrite it, or another --run-id"
+        )
+    return exists
+
+
+def prepare_run_dir(options: RunOptions) -> Path:
+    """The run's folder, checked (:func:`check_run_dir`), emptied for --force, with run_logs/."""
+    cp = options.checkpoint_settings
+    run_dir = Path(cp.write_path)
+    if check_run_dir(options) and not (cp.resume or cp.inference):
         logger.warning("--force: deleting the previous results in %s", run_dir)
         shutil.rmtree(run_dir)
     (run_dir / "run_logs").mkdir(parents=True, exist_ok=True)

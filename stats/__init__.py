@@ -6,7 +6,7 @@ from stats.defaults import default_writers
 from stats.exceptions import StatsError, StatsWriterError, StatsWriterPluginError
 from stats.jsonl_writer import JsonLinesWriter
 from stats.perf import PerfKind, PerfStats, PerfSummary
-from stats.plugins import STATS_WRITER_GROUP, load_stats_writer_plugins
+from stats.plugins import STATS_WRITER_GROUP, check_stats_writer_plugins, load_stats_writer_plugins
 from stats.reporter import StatsHub, StatsReporter
 from stats.summary import StatsAggregationMethod, StatsProperty, StatsSummary
 from stats.tensorboard_writer import TensorBoardWriter
@@ -33,6 +33,7 @@ __all__ = [
     "TensorBoardWriter",
     "Timers",
     "default_writers",
+    "check_stats_writer_plugins",
     "load_stats_writer_plugins",
     "write_timers_json",
 ]

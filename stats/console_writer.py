@@ -13,7 +13,6 @@ from stats.tags import (
     CUMULATIVE_REWARD,
     GROUP_CUMULATIVE_REWARD,
     IS_TRAINING,
-    PERF_ENV_STEPS_PER_SECOND,
     SELF_PLAY_ELO,
 )
 from stats.writer import StatsWriter
@@ -30,8 +29,9 @@ class ConsoleWriter(StatsWriter):
     ``Is Training`` stat (> 0) if present, else the last ``StatsProperty.IS_TRAINING``; without
     either the line says ``Not Training.`` as ML-Agents does. ``Agent Steps/s`` is the step
     increase over the wall time since the category's previous line (the first line counts from
-    the writer's creation and ``StatsProperty.START_STEP``, default 0); ``Env Steps/s`` is added
-    when the window holds ``Perf/env_steps_per_s``. ``clock`` is seconds (``time.time``).
+    the writer's creation and ``StatsProperty.START_STEP``, default 0). Given ``env_steps`` (the
+    run's count of environment steps so far), ``Env Steps/s`` is that count's increase over the
+    same interval, so both rates describe the same seconds. ``clock`` is seconds (``time.time``).
     """
 
     def __init__(
@@ -39,13 +39,17 @@ class ConsoleWriter(StatsWriter):
         *,
         clock: Callable[[], float] = time.time,
         log: logging.Logger | None = None,
+        env_steps: Callable[[], int] | None = None,
     ) -> None:
         self._clock = clock
+        self._env_steps = env_steps
         self._log = log if log is not None else logger
         self.start_time = clock()
         self._is_training: dict[str, bool] = {}
         self._self_play: dict[str, bool] = {}
         self._last: dict[str, tuple[float, int]] = {}
+        self._env_steps_at_start = env_steps() if env_steps is not None else 0
+        self._last_env_steps: dict[str, int] = {}
 
     def format_line(self, category: str, values: Mapping[str, StatsSummary], step: int) -> str:
         """The line ``write_stats`` logs; updates the steps/s baseline for ``category``."""
@@ -75,9 +79,12 @@ class ConsoleWriter(StatsWriter):
         elapsed = now - last_time
         if elapsed > 0:
             parts.append(f"Agent Steps/s: {(step - last_step) / elapsed:0.1f}")
-        env_rate = values.get(PERF_ENV_STEPS_PER_SECOND)
-        if env_rate is not None and env_rate.count > 0:
-            parts.append(f"Env Steps/s: {env_rate.aggregated_value:0.1f}")
+        if self._env_steps is not None:
+            env_steps = self._env_steps()
+            if elapsed > 0:
+                last_env_steps = self._last_env_steps.get(category, self._env_steps_at_start)
+                parts.append(f"Env Steps/s: {(env_steps - last_env_steps) / elapsed:0.1f}")
+            self._last_env_steps[category] = env_steps
         self._last[category] = (now, step)
         return ". ".join(parts) + "."
 
@@ -93,3 +100,5 @@ class ConsoleWriter(StatsWriter):
             self._self_play[category] = bool(value)
         elif property_type is StatsProperty.START_STEP:
             self._last[category] = (self._clock(), int(value))
+            if self._env_steps is not None:
+                self._last_env_steps[category] = self._env_steps()

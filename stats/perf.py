@@ -85,6 +85,7 @@ class PerfStats:
         self._counts = {kind: 0 for kind in PerfKind}
         self._ema: dict[PerfKind, float] = {}
         self._env_steps = 0
+        self._env_steps_total = 0
         self._window_start = clock()
 
     def add(self, kind: PerfKind, seconds: float) -> None:
@@ -109,6 +110,12 @@ class PerfStats:
         """Count environment steps (one per ``env.step`` of all workers together) for steps/s."""
         with self._lock:
             self._env_steps += count
+            self._env_steps_total += count
+
+    def env_steps_total(self) -> int:
+        """Environment steps counted since creation (never reset: the console's Env Steps/s)."""
+        with self._lock:
+            return self._env_steps_total
 
     def summary(self, *, reset: bool = True) -> PerfSummary:
         """The window's (or EMA's) milliseconds per kind and env steps/s; ``reset`` starts a new window."""

@@ -33,6 +33,27 @@ def stats_writer_entry_points(group: str = STATS_WRITER_GROUP) -> list[importlib
     return sorted(importlib.metadata.entry_points(group=group), key=lambda ep: (ep.name, ep.value))
 
 
+def check_stats_writer_plugins(*, group: str = STATS_WRITER_GROUP) -> list[str]:
+    """Import every plugin of ``group`` without creating its writers (``--check``); their
+    descriptions. Raises ``StatsWriterPluginError`` as :func:`load_stats_writer_plugins` does."""
+    described = []
+    for entry_point in stats_writer_entry_points(group):
+        what = _describe(entry_point)
+        _load_factory(entry_point, what)
+        described.append(what)
+    return described
+
+
+def _load_factory(entry_point: importlib.metadata.EntryPoint, what: str) -> Any:
+    try:
+        factory = entry_point.load()
+    except Exception as exc:
+        raise StatsWriterPluginError(f"{what} failed to load: {type(exc).__name__}: {exc}") from exc
+    if not callable(factory):
+        raise StatsWriterPluginError(f"{what} is not callable (got {type(factory).__name__})")
+    return factory
+
+
 def load_stats_writer_plugins(run_options: Any, *, group: str = STATS_WRITER_GROUP) -> list[StatsWriter]:
     """Load every plugin of ``group`` and call it with ``run_options``; their writers, in order.
 
@@ -42,12 +63,7 @@ def load_stats_writer_plugins(run_options: Any, *, group: str = STATS_WRITER_GRO
     writers: list[StatsWriter] = []
     for entry_point in stats_writer_entry_points(group):
         what = _describe(entry_point)
-        try:
-            factory = entry_point.load()
-        except Exception as exc:
-            raise StatsWriterPluginError(f"{what} failed to load: {type(exc).__name__}: {exc}") from exc
-        if not callable(factory):
-            raise StatsWriterPluginError(f"{what} is not callable (got {type(factory).__name__})")
+        factory = _load_factory(entry_point, what)
         try:
             produced = factory(run_options)
         except Exception as exc:

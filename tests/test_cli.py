@@ -97,14 +97,24 @@ def test_basic_trains_above_threshold_with_complete_results(tmp_path):
     line = one_line_error(run_cli(tmp_path, str(config), "--run-id=basic"))
     assert "results/basic already exists: use --resume" in line and "--force" in line
 
-    # --inference acts with the trained policy and writes no checkpoint.
-    before = (run / "run_logs/training_status.json").read_text()
-    inference = run_cli(
-        tmp_path, str(basic_config(tmp_path, 2_000)), "--run-id=basic", "--inference", "--num-areas", "8"
+    # --inference acts with the trained policy, counting on from its step, past max_steps,
+    # until Ctrl-C; it trains nothing and leaves every file of the run as it was.
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    out = interrupt_after(
+        tmp_path,
+        [str(basic_config(tmp_path, 2_000)), "--run-id=basic", "--inference", "--num-areas", "8"],
+        f"Basic. Step: {(final // 2000 + 2) * 2000}.",
     )
-    assert inference.returncode == 0, inference.stderr
-    assert f"Resuming Basic from step {final}" in inference.stdout and "Not Training." in inference.stdout
-    assert (run / "run_logs/training_status.json").read_text() == before
+    assert f"Resuming Basic from step {final}" in out
+    summaries = [line for line in out.splitlines() if "Basic. Step: " in line]
+    assert len(summaries) >= 2 and all("Not Training." in line for line in summaries)
+    rates = [float(line.split("Agent Steps/s: ")[1].split(".")[0]) for line in summaries]
+    assert all(rate > 0 for rate in rates), summaries
+    after = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    changed = sorted(str(p.relative_to(run)) for p in after if before.get(p) != after[p])
+    # Only the logs grow: stats lines and the inference session's event file.
+    assert all(name == "run_logs/stats.jsonl" or "tfevents" in name for name in changed), changed
+    assert set(before) <= set(after)
 
     # --initialize-from starts a new run (step 0) from the trained weights: solved at once.
     init = run_cli(
@@ -125,6 +135,25 @@ def test_basic_trains_above_threshold_with_complete_results(tmp_path):
     again = run_cli(tmp_path, str(config), "--run-id=basic", "--resume")
     assert again.returncode == 0
     assert f"has already finished (Basic: {final} of 20000 steps)" in again.stderr
+
+
+def interrupt_after(tmp_path: Path, args: list[str], marker: str, timeout: float = 90) -> str:
+    """Run the CLI until ``marker`` is printed, then Ctrl-C it; its stdout (exit code 0 asserted)."""
+    command = [sys.executable, "-m", "orchestration.cli", *args]
+    process = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out = []
+    deadline = time.monotonic() + timeout
+    assert process.stdout is not None
+    for line in process.stdout:
+        out.append(line)
+        if marker in line or time.monotonic() > deadline:
+            break
+    process.send_signal(signal.SIGINT)
+    rest, err = process.communicate(timeout=60)
+    out.append(rest)
+    assert process.returncode == 0, err
+    assert marker in "".join(out), "".join(out)[-3000:]
+    return "".join(out)
 
 
 @pytest.mark.slow

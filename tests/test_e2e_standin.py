@@ -106,6 +106,9 @@ def test_two_standin_builds_train_with_complete_results(tmp_path):
         tmp_path, str(config), "--env", launcher, "--run-id=ball", "--width", "100", "--env-args", "--agents", "6"
     )
     assert result.returncode == 0, result.stderr + result.stdout[-3000:]
+    # One line per worker: mlagents_envs' own handlers used to print each of its lines twice.
+    assert result.stdout.count("[INFO] Connected to Unity environment with package version") == 2
+    assert result.stdout.count("[INFO] Connected new brain: Balance?team=0") == 2
     run = tmp_path / "results/ball"
     for path in (
         "configuration.yaml",
@@ -196,3 +199,16 @@ def test_a_hung_build_is_detected_within_timeout_wait(tmp_path):
     )
     assert (tmp_path / "results/hang/Balance.onnx").exists()
     assert_no_build_alive(tmp_path / "results/hang")
+
+
+def test_debug_lines_are_printed_once_in_the_debug_format_by_every_process(tmp_path):
+    config, launcher = setup(tmp_path)
+    short = yaml.safe_load(config.read_text())
+    short["behaviors"]["Balance"]["max_steps"] = 500
+    config.write_text(yaml.safe_dump(short))
+    result = run_cli(tmp_path, str(config), "--env", launcher, "--run-id=dbg", "--debug")
+    assert result.returncode == 0, result.stderr + result.stdout[-3000:]
+    connected = [line for line in result.stdout.splitlines() if "Connected to Unity environment" in line]
+    assert len(connected) == 2, connected  # one per worker process
+    assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO \[environment.py:\d+\] ", line) for line in connected)
+    assert sum("Connected new brain: Balance?team=0" in line for line in result.stdout.splitlines()) == 2

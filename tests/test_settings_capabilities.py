@@ -277,7 +277,8 @@ ALLOWED = {
     "text": set(),
     "schema": {"text"},
     "validate": {"schema", "text"},
-    "capabilities": {"schema", "text"},
+    "demo_files": {"schema"},
+    "capabilities": {"schema", "text", "demo_files"},
     "structure": {"schema", "text", "validate"},
     "overrides": {"schema", "structure", "validate"},
     "files": {"schema", "structure", "text"},
@@ -307,3 +308,49 @@ def test_settings_imports_flow_one_way(module: str) -> None:
 def test_every_settings_module_is_in_the_import_map() -> None:
     modules = {p.stem for p in SETTINGS.glob("*.py")} - {"__init__"}
     assert modules == set(ALLOWED)
+
+
+# ---------------------------------------------------------------- demonstration files
+
+
+def bc_and_gail(demo: str) -> dict:
+    return {
+        "behaviors": {
+            "A": {
+                "reward_signals": {"extrinsic": {}, "gail": {"demo_path": demo}},
+                "behavioral_cloning": {"demo_path": demo},
+            }
+        }
+    }
+
+
+def test_a_demo_path_that_does_not_exist_is_refused_with_its_key_path(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as error:
+        require_capabilities(structure_run_options(bc_and_gail("Demos/Expert.demo")), PPO_ONLY)
+    assert not isinstance(error.value, UnsupportedFeatureError)
+    lines = str(error.value).splitlines()
+    assert lines[0] == "4 things in the run configuration cannot run:"
+    assert lines[1].strip() == (
+        f"behaviors.A.reward_signals.gail.demo_path: Demos/Expert.demo does not exist (a .demo file "
+        f"or a folder of them, relative to {tmp_path})"
+    )
+    assert lines[2].strip().startswith("behaviors.A.behavioral_cloning.demo_path: Demos/Expert.demo does not exist")
+    assert "behavioral cloning is not supported yet" in lines[4]
+
+
+def test_demo_folders_and_files(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "Demos").mkdir()
+    options = structure_run_options({"behaviors": {"A": {"behavioral_cloning": {"demo_path": "Demos"}}}})
+    with pytest.raises(ConfigError, match="Demos is a folder with no .demo files in it"):
+        require_capabilities(options, PPO_ONLY)
+    (tmp_path / "Demos" / "notes.txt").write_text("")
+    options = structure_run_options({"behaviors": {"A": {"behavioral_cloning": {"demo_path": "Demos/notes.txt"}}}})
+    with pytest.raises(ConfigError, match="Demos/notes.txt is not a .demo file"):
+        require_capabilities(options, PPO_ONLY)
+    (tmp_path / "Demos" / "Expert.demo").write_bytes(b"")
+    for demo in ("Demos", "Demos/Expert.demo"):
+        options = structure_run_options({"behaviors": {"A": {"behavioral_cloning": {"demo_path": demo}}}})
+        with pytest.raises(UnsupportedFeatureError, match="^behaviors.A.behavioral_cloning: behavioral cloning"):
+            require_capabilities(options, PPO_ONLY)

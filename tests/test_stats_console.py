@@ -50,16 +50,33 @@ def test_no_episode_and_rates_since_previous_line(setup) -> None:
     r.add_stat(tags.CUMULATIVE_REWARD, 2.0)
     r.write_stats(1000)
     clock.t = 1012.0
-    r.set_stat(tags.PERF_ENV_STEPS_PER_SECOND, 250.0)
     r.write_stats(1500)
     r.add_property(StatsProperty.IS_TRAINING, False)
     clock.t = 1013.0
     r.write_stats(1600)
     assert lines(caplog)[1:] == [
         "3DBall. Step: 1500. Time Elapsed: 12.000 s. No episode was completed since last summary. "
-        "Training. Agent Steps/s: 250.0. Env Steps/s: 250.0.",
+        "Training. Agent Steps/s: 250.0.",
         "3DBall. Step: 1600. Time Elapsed: 13.000 s. No episode was completed since last summary. "
         "Not Training. Agent Steps/s: 100.0.",
+    ]
+
+
+def test_env_steps_per_second_over_the_same_interval_as_agent_steps(caplog: pytest.LogCaptureFixture) -> None:
+    """12 agents deciding together: Env Steps/s is a twelfth of Agent Steps/s, line after line,
+    counted from the resumed step's baseline (it once showed 0.6 at 5,444 agent steps/s)."""
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    clock, env_steps = Clock(1000.0), [500]
+    reporter = StatsReporter("3DBall", StatsHub([ConsoleWriter(clock=clock, env_steps=lambda: env_steps[0])]))
+    clock.t, env_steps[0] = 1001.0, 600
+    reporter.add_property(StatsProperty.START_STEP, 6000)
+    for step in (12000, 24000):
+        clock.t += 2.0
+        env_steps[0] += (step - 6000 if step == 12000 else 12000) // 12
+        reporter.write_stats(step)
+    assert [line.split("Agent ")[1] for line in lines(caplog)] == [
+        "Steps/s: 3000.0. Env Steps/s: 250.0.",
+        "Steps/s: 6000.0. Env Steps/s: 500.0.",
     ]
 
 

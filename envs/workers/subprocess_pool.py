@@ -20,6 +20,7 @@ from mlagents_envs.base_env import ActionTuple
 
 from envs.workers.faults import classify_error
 from envs.workers.launch import EnvLaunch, OpenEnv, open_environment
+from envs.workers.log_lines import LogFormat, log_to
 from envs.workers.pool import EnvWorkerPool, apply_and_step, observe
 from envs.workers.records import FaultKind, WorkerFault, WorkerResult
 
@@ -29,7 +30,7 @@ logger = logging.getLogger(__name__)
 _STEP, _CLOSE = "step", "close"
 
 
-def _worker_main(conn: Connection, launch: EnvLaunch, worker_id: int, generation: int) -> None:
+def _worker_main(conn: Connection, launch: EnvLaunch, worker_id: int, generation: int, log_format: LogFormat) -> None:
     """A child process: open the env, answer each step with a WorkerResult (or a WorkerFault)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
 
@@ -39,10 +40,7 @@ def _worker_main(conn: Connection, launch: EnvLaunch, worker_id: int, generation
     signal.signal(signal.SIGTERM, on_term)
     # The child's log lines go where the parent's go (stdout), in the same format; stderr is
     # kept for the run's one-line error.
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(logging.Formatter("[%(levelname)s] %(message)s"))
-    logging.getLogger().handlers[:] = [handler]
-    logging.getLogger().setLevel(logging.INFO)
+    log_to(sys.stdout, log_format)
     opened: OpenEnv | None = None
     known: set[str] = set()
 
@@ -100,6 +98,7 @@ class SubprocessPool(EnvWorkerPool):
         self.num_workers = num_workers
         self.hang_timeout_s = float(hang_timeout_s if hang_timeout_s is not None else launch.timeout_wait + 30.0)
         self._context = multiprocessing.get_context("spawn")
+        self._log_format = LogFormat.current()
         self._workers: dict[int, _Worker] = {}
         self._generations = [0] * num_workers
         self._closed = False
@@ -108,7 +107,7 @@ class SubprocessPool(EnvWorkerPool):
         parent, child = self._context.Pipe(duplex=True)
         process = self._context.Process(
             target=_worker_main,
-            args=(child, self.launch, worker_id, self._generations[worker_id]),
+            args=(child, self.launch, worker_id, self._generations[worker_id], self._log_format),
             name=f"agents-learn-worker-{worker_id}",
             daemon=True,
         )

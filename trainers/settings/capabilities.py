@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator
 
 from trainers.exceptions import ConfigError
+from trainers.settings.demo_files import demo_path_problems
 from trainers.settings.schema import (
     ConstantSampler,
     EnvironmentParameterSettings,
@@ -80,15 +81,20 @@ def check_capabilities(options: RunOptions, trainer_types: Collection[str]) -> l
 
 
 def require_capabilities(options: RunOptions, trainer_types: Collection[str]) -> None:
-    """Raise UnsupportedFeatureError (a ConfigError) listing every problem of
-    ``check_capabilities``; return quietly when there are none."""
-    problems = check_capabilities(options, trainer_types)
+    """Raise a ConfigError listing every problem of ``check_capabilities`` and every
+    ``demo_path`` that names no demonstrations; return quietly when there are none.
+
+    An UnsupportedFeatureError when only unsupported features are asked for."""
+    missing = demo_path_problems(options)
+    problems = missing + check_capabilities(options, trainer_types)
     if not problems:
         return
+    error = ConfigError if missing else UnsupportedFeatureError
     if len(problems) == 1:
-        raise UnsupportedFeatureError(problems[0])
+        raise error(problems[0])
     lines = "\n".join(f"  {p}" for p in problems)
-    raise UnsupportedFeatureError(f"{len(problems)} things in the run configuration are not supported yet:\n{lines}")
+    what = "cannot run" if missing else "are not supported yet"
+    raise error(f"{len(problems)} things in the run configuration {what}:\n{lines}")
 
 
 def _trainer_problems(where: str, settings: TrainerSettings, available: list[str]) -> Iterator[str]:
