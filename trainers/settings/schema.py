@@ -478,8 +478,8 @@ def behavior_settings(options: RunOptions, name: str) -> TrainerSettings:
 
     Configured behaviors as written; others get ``default_settings`` if it exists, the
     defaults (with a warning) when no configuration file was given, else ConfigError.
-    With ``checkpoint_settings.initialize_from`` set, ``init_path`` is
-    ``<results_dir>/<initialize_from>/<Name>``.
+    With ``checkpoint_settings.initialize_from`` set, ``init_path`` is resolved by
+    ``initialize_from_path``.
     """
     base = name.split("?", 1)[0]
     if base in options.behaviors:
@@ -495,8 +495,25 @@ def behavior_settings(options: RunOptions, name: str) -> TrainerSettings:
             f"behavior {short_repr(base)} is not in the run configuration (configured: {known}); add it "
             "under 'behaviors:' or add 'default_settings:' for behaviors not listed"
         )
-    cp = options.checkpoint_settings
-    if cp.initialize_from is not None:
-        init_path = os.path.join(cp.results_dir, cp.initialize_from, base)
-        settings = attrs.evolve(settings, init_path=init_path)
+    init_dir = options.checkpoint_settings.maybe_init_path
+    if init_dir is not None:
+        settings = attrs.evolve(settings, init_path=initialize_from_path(settings.init_path, init_dir, base))
     return settings
+
+
+# The file a behavior starts from in another run's folder: ML-Agents' DEFAULT_CHECKPOINT_NAME,
+# and the name trainers.checkpoints gives the latest checkpoint.
+INIT_CHECKPOINT = "checkpoint.pt"
+
+
+def initialize_from_path(init_path: str | None, init_dir: str, behavior: str) -> str:
+    """A behavior's ``init_path`` under ``initialize_from`` (``init_dir`` is
+    ``<results_dir>/<initialize_from>``), by ML-Agents' rule (``setup_init_path``), so the
+    written configuration.yaml holds what 0.28 writes and accepts: unset ->
+    ``<init_dir>/<behavior>/checkpoint.pt``; a bare file name -> that file in the same folder;
+    a path -> kept."""
+    if init_path is None:
+        return os.path.join(init_dir, behavior, INIT_CHECKPOINT)
+    if not os.path.dirname(init_path):
+        return os.path.join(init_dir, behavior, init_path)
+    return init_path
