@@ -8,6 +8,7 @@ import os
 import pickle
 from pathlib import Path
 
+import attrs
 import pytest
 
 from tests.support.paths import MLAGENTS_CONFIGS
@@ -182,13 +183,27 @@ def test_deterministic_sets_every_behavior() -> None:
 def test_initialize_from_sets_every_init_path(ball: RunOptions) -> None:
     new = apply_cli_overrides(ball, {"initialize_from": "older", "results_dir": "res"})
     assert new.checkpoint_settings.initialize_from == "older"
-    assert new.behaviors["3DBall"].init_path == os.path.join("res", "older", "3DBall")
-    assert new.behavior_settings("3DBall?team=0").init_path == os.path.join("res", "older", "3DBall")
+    # The checkpoint file, as ML-Agents writes it (0.28 refuses a folder when it starts).
+    expected = os.path.join("res", "older", "3DBall", "checkpoint.pt")
+    assert new.behaviors["3DBall"].init_path == expected
+    assert new.behavior_settings("3DBall?team=0").init_path == expected
 
 
 def test_initialize_from_in_yaml_reaches_behavior_settings(tmp_path: Path) -> None:
     options = yaml_options(tmp_path, "checkpoint_settings:\n  initialize_from: base\n")
-    assert options.behavior_settings("3DBall").init_path == os.path.join("results", "base", "3DBall")
+    expected = os.path.join("results", "base", "3DBall", "checkpoint.pt")
+    assert options.behavior_settings("3DBall").init_path == expected
+
+
+def test_initialize_from_keeps_a_set_init_path_as_mlagents_does(ball: RunOptions) -> None:
+    """ML-Agents' setup_init_path: a bare file name is looked up in the behavior's folder of
+    the run initialized from; a path is kept."""
+    bare = attrs.evolve(ball, behaviors={"3DBall": attrs.evolve(ball.behaviors["3DBall"], init_path="3DBall-500.pt")})
+    new = apply_cli_overrides(bare, {"initialize_from": "older"})
+    assert new.behaviors["3DBall"].init_path == os.path.join("results", "older", "3DBall", "3DBall-500.pt")
+    kept = os.path.join("elsewhere", "3DBall", "checkpoint.pt")
+    full = attrs.evolve(ball, behaviors={"3DBall": attrs.evolve(ball.behaviors["3DBall"], init_path=kept)})
+    assert apply_cli_overrides(full, {"initialize_from": "older"}).behavior_settings("3DBall").init_path == kept
 
 
 def test_typed_resume_beats_initialize_from(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -173,13 +173,22 @@ def load_run_options(
 
 
 def dump_run_options(options: RunOptions) -> str:
-    """The YAML text of ``options`` (every key, in schema order)."""
+    """The YAML text of ``options``, in schema order, loadable by ``mlagents-learn`` 0.28 as well
+    as by agents-learn (where it gives back equal RunOptions).
+
+    Derived values are written resolved (``beta_schedule`` as the schedule in effect, never
+    ``null``, which 0.28 rejects). Keys 0.28 does not know (``shared_critic``,
+    ``even_checkpoints``, ``env_settings.timeout_wait``, ``engine_settings.no_graphics_monitor``)
+    are written only when the user set them (in YAML, on the command line or in Python), so
+    the file round-trips here; such a file needs those keys removed before 0.28 loads it.
+    """
     return yaml.safe_dump(unstructure_run_options(options), sort_keys=False, default_flow_style=False)
 
 
 def write_configuration(options: RunOptions, path: str | os.PathLike[str]) -> None:
-    """Write the resolved configuration to ``path`` (parent folders made; replaced
-    atomically so a crash never leaves half a file). CheckpointError if it cannot be written."""
+    """Write the resolved configuration (``dump_run_options``) to ``path`` (parent folders made;
+    replaced atomically so a crash never leaves half a file). CheckpointError if it cannot be
+    written."""
     name = os.fspath(path)
     folder = os.path.dirname(name) or "."
     text = dump_run_options(options)

@@ -8,14 +8,13 @@ random seed is drawn at run time.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
 from trainers.exceptions import ConfigError
-from trainers.settings.schema import RunOptions, TrainerSettings
+from trainers.settings.schema import RunOptions, TrainerSettings, initialize_from_path
 from trainers.settings.structure import config_error, make_converter, structure_at
 from trainers.settings.validate import check_run_options
 
@@ -65,17 +64,18 @@ def flag_name(dest: str) -> str:
     return _FLAG_NAMES.get(dest, "--" + dest.replace("_", "-"))
 
 
-def _field_type(section_cls: type, name: str) -> Any:
-    return attrs.fields_dict(attrs.resolve_types(section_cls))[name].type
+def _field_type(section_cls: type, key: str) -> Any:
+    """The type of the field whose YAML key is ``key`` (a private field's alias included)."""
+    return next(a.type for a in attrs.fields(attrs.resolve_types(section_cls)) if a.alias == key)
 
 
 def _with_init_paths(options: RunOptions) -> RunOptions:
-    """Every configured behavior's init_path set from ``initialize_from``."""
-    cp = options.checkpoint_settings
-    if cp.initialize_from is None:
+    """Every configured behavior's init_path resolved from ``initialize_from``."""
+    init_dir = options.checkpoint_settings.maybe_init_path
+    if init_dir is None:
         return options
     behaviors = {
-        name: attrs.evolve(s, init_path=os.path.join(cp.results_dir, cp.initialize_from, name))
+        name: attrs.evolve(s, init_path=initialize_from_path(s.init_path, init_dir, name))
         for name, s in options.behaviors.items()
     }
     return attrs.evolve(options, behaviors=behaviors)
@@ -101,9 +101,9 @@ def apply_cli_overrides(options: RunOptions, explicit: Mapping[str, Any]) -> Run
     Dests map to YAML keys as in REFERENCE 1.3 (``env`` -> env_settings.env_path, ``run_id``
     -> checkpoint_settings.run_id, ``torch_device`` -> torch_settings.device...);
     ``deterministic`` sets every behavior's (and default_settings') network_settings;
-    ``initialize_from`` also sets every configured behavior's init_path to
-    ``<results_dir>/<initialize_from>/<behavior>``; ``load_model`` (``--load``) also means
-    resume. Typed ``--resume`` beats an ``initialize_from`` from anywhere, typed
+    ``initialize_from`` also resolves every configured behavior's init_path
+    (``initialize_from_path``: ``<results_dir>/<initialize_from>/<behavior>/checkpoint.pt``
+    unless set); ``load_model`` (``--load``) also means resume. Typed ``--resume`` beats an ``initialize_from`` from anywhere, typed
     ``--initialize-from`` beats a YAML ``resume`` (each with a warning). Values are checked
     like YAML values; the result is re-validated; ConfigError lists every problem.
     """

@@ -1,12 +1,21 @@
 """The run configuration's schema: frozen attrs classes for every section of an
 ``mlagents-learn`` YAML file, with ML-Agents' defaults (REFERENCE 1.4).
 
-Fields hold what the user wrote (or the default); values that default to another field
-(``beta_schedule`` follows ``learning_rate_schedule``, ``team_change`` is 5 x ``save_steps``...)
-are stored as ``None`` under a private name and read through a property of the public name,
-so ``hp.beta_schedule`` is always the resolved value while the written-back configuration
-keeps "follow the other field". Mappings and tuples inside these classes are read-only by
-convention: build variants with ``attrs.evolve``.
+Two kinds of fields are not plain defaults, both so that the written-back
+``configuration.yaml`` loads in ML-Agents 0.28 and in agents-learn alike:
+
+- Values that default to another field (``beta_schedule`` follows ``learning_rate_schedule``,
+  ``team_change`` is 5 x ``save_steps``...) are resolved when the object is built, as
+  ML-Agents does (an attrs default computed from the fields before it), so the file holds the
+  value in effect: ML-Agents 0.28 rejects ``null`` there. ``attrs.evolve`` of the field they
+  follow does not move them.
+- Keys ML-Agents 0.28 does not know (``shared_critic``, ``even_checkpoints``,
+  ``timeout_wait``, ``no_graphics_monitor``) are stored as ``None`` until given, under a
+  private name read through a property of the public name, and marked with ``NEWER_KEY``: the
+  file leaves them out unless the user set them.
+
+Mappings and tuples inside these classes are read-only by convention: build variants with
+``attrs.evolve``.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 import enum
 import logging
 import os
+from typing import Any
 
 import attrs
 
@@ -21,6 +31,15 @@ from trainers.exceptions import ConfigError
 from trainers.settings.text import short_repr
 
 logger = logging.getLogger(__name__)
+
+# Field metadata: a key ML-Agents 0.28 does not know (a later ML-Agents or agents-learn
+# only); None until given, and left out of the written configuration while None.
+NEWER_KEY = "agents_learn_newer_than_mlagents_0_28"
+
+
+def _follows(name: str) -> Any:
+    """A default equal to the field ``name`` defined before it (ML-Agents' derived defaults)."""
+    return attrs.Factory(lambda self: getattr(self, name), takes_self=True)
 
 
 class ScheduleType(enum.StrEnum):
@@ -118,25 +137,22 @@ class POCASettings(Hyperparameters):
     epsilon: float = 0.2
     lambd: float = 0.95
     num_epoch: int = 3
-    _beta_schedule: ScheduleType | None = attrs.field(default=None, alias="beta_schedule")
-    _epsilon_schedule: ScheduleType | None = attrs.field(default=None, alias="epsilon_schedule")
-
-    @property
-    def beta_schedule(self) -> ScheduleType:
-        """The beta schedule; the learning-rate schedule unless set."""
-        return self._beta_schedule or self.learning_rate_schedule
-
-    @property
-    def epsilon_schedule(self) -> ScheduleType:
-        """The epsilon schedule; the learning-rate schedule unless set."""
-        return self._epsilon_schedule or self.learning_rate_schedule
+    # The learning-rate schedule unless set.
+    beta_schedule: ScheduleType = _follows("learning_rate_schedule")
+    epsilon_schedule: ScheduleType = _follows("learning_rate_schedule")
 
 
 @attrs.frozen(kw_only=True)
 class PPOSettings(POCASettings):
-    """PPO: POCA's keys plus ``shared_critic`` (value heads on the actor's encoder)."""
+    """PPO: POCA's keys plus ``shared_critic`` (value heads on the actor's encoder; a key
+    newer than ML-Agents 0.28)."""
 
-    shared_critic: bool = False
+    _shared_critic: bool | None = attrs.field(default=None, alias="shared_critic", metadata={NEWER_KEY: True})
+
+    @property
+    def shared_critic(self) -> bool:
+        """Value heads on the actor's encoder; False unless set."""
+        return bool(self._shared_critic)
 
 
 @attrs.frozen(kw_only=True)
@@ -151,14 +167,8 @@ class SACSettings(Hyperparameters):
     steps_per_update: float = 1.0
     save_replay_buffer: bool = False
     init_entcoef: float = 1.0
-    _reward_signal_steps_per_update: float | None = attrs.field(default=None, alias="reward_signal_steps_per_update")
-
-    @property
-    def reward_signal_steps_per_update(self) -> float:
-        """Agent steps per reward-signal update; ``steps_per_update`` unless set."""
-        if self._reward_signal_steps_per_update is None:
-            return self.steps_per_update
-        return self._reward_signal_steps_per_update
+    # Agent steps per reward-signal update; steps_per_update unless set.
+    reward_signal_steps_per_update: float = _follows("steps_per_update")
 
 
 def builtin_hyperparameter_types() -> dict[str, type]:
@@ -197,9 +207,11 @@ class CuriositySettings(RewardSignalSettings):
 
 @attrs.frozen(kw_only=True)
 class RNDSettings(RewardSignalSettings):
-    """Random network distillation."""
+    """Random network distillation. ``encoding_size`` is deprecated (ML-Agents 0.28 accepts it
+    and writes it back; use network_settings.hidden_units)."""
 
     learning_rate: float = 1.0e-4
+    encoding_size: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -248,16 +260,12 @@ class SelfPlaySettings:
     """Self-play (ghost trainer). Steps are trainer steps; ``window`` snapshots are kept."""
 
     save_steps: int = 20000
-    _team_change: int | None = attrs.field(default=None, alias="team_change")
+    # Steps between learning-team changes; 5 x save_steps unless set.
+    team_change: int = attrs.Factory(lambda self: 5 * self.save_steps, takes_self=True)
     swap_steps: int = 2000
     window: int = 10
     play_against_latest_model_ratio: float = 0.5
     initial_elo: float = 1200.0
-
-    @property
-    def team_change(self) -> int:
-        """Steps between learning-team changes; 5 x ``save_steps`` unless set."""
-        return 5 * self.save_steps if self._team_change is None else self._team_change
 
 
 # ---------------------------------------------------------------- one behavior
@@ -274,7 +282,7 @@ class TrainerSettings:
     reward_signals: dict[RewardSignalType, RewardSignalSettings] = attrs.Factory(_default_reward_signals)
     init_path: str | None = None
     keep_checkpoints: int = 5
-    even_checkpoints: bool = False
+    _even_checkpoints: bool | None = attrs.field(default=None, alias="even_checkpoints", metadata={NEWER_KEY: True})
     checkpoint_interval: int = 500000
     max_steps: int = 500000
     time_horizon: int = 64
@@ -282,6 +290,11 @@ class TrainerSettings:
     threaded: bool = False
     self_play: SelfPlaySettings | None = None
     behavioral_cloning: BehavioralCloningSettings | None = None
+
+    @property
+    def even_checkpoints(self) -> bool:
+        """Checkpoints spread evenly over ``max_steps`` (newer than ML-Agents 0.28); False unless set."""
+        return bool(self._even_checkpoints)
 
     @property
     def effective_checkpoint_interval(self) -> int:
@@ -387,11 +400,16 @@ class EnvironmentSettings:
     base_port: int = 5005
     num_envs: int = 1
     num_areas: int = 1
-    timeout_wait: int = 60
+    _timeout_wait: int | None = attrs.field(default=None, alias="timeout_wait", metadata={NEWER_KEY: True})
     seed: int = -1
     max_lifetime_restarts: int = 10
     restarts_rate_limit_n: int = 1
     restarts_rate_limit_period_s: int = 60
+
+    @property
+    def timeout_wait(self) -> int:
+        """Seconds to wait for a Unity worker to connect or answer (newer than ML-Agents 0.28); 60 unless set."""
+        return 60 if self._timeout_wait is None else self._timeout_wait
 
 
 @attrs.frozen(kw_only=True)
@@ -405,7 +423,14 @@ class EngineSettings:
     target_frame_rate: int = -1
     capture_frame_rate: int = 60
     no_graphics: bool = False
-    no_graphics_monitor: bool = False
+    _no_graphics_monitor: bool | None = attrs.field(
+        default=None, alias="no_graphics_monitor", metadata={NEWER_KEY: True}
+    )
+
+    @property
+    def no_graphics_monitor(self) -> bool:
+        """Worker 0 renders, the others run without graphics (newer than ML-Agents 0.28); False unless set."""
+        return bool(self._no_graphics_monitor)
 
 
 @attrs.frozen(kw_only=True)
@@ -478,8 +503,8 @@ def behavior_settings(options: RunOptions, name: str) -> TrainerSettings:
 
     Configured behaviors as written; others get ``default_settings`` if it exists, the
     defaults (with a warning) when no configuration file was given, else ConfigError.
-    With ``checkpoint_settings.initialize_from`` set, ``init_path`` is
-    ``<results_dir>/<initialize_from>/<Name>``.
+    With ``checkpoint_settings.initialize_from`` set, ``init_path`` is resolved by
+    ``initialize_from_path``.
     """
     base = name.split("?", 1)[0]
     if base in options.behaviors:
@@ -495,8 +520,25 @@ def behavior_settings(options: RunOptions, name: str) -> TrainerSettings:
             f"behavior {short_repr(base)} is not in the run configuration (configured: {known}); add it "
             "under 'behaviors:' or add 'default_settings:' for behaviors not listed"
         )
-    cp = options.checkpoint_settings
-    if cp.initialize_from is not None:
-        init_path = os.path.join(cp.results_dir, cp.initialize_from, base)
-        settings = attrs.evolve(settings, init_path=init_path)
+    init_dir = options.checkpoint_settings.maybe_init_path
+    if init_dir is not None:
+        settings = attrs.evolve(settings, init_path=initialize_from_path(settings.init_path, init_dir, base))
     return settings
+
+
+# The file a behavior starts from in another run's folder: ML-Agents' DEFAULT_CHECKPOINT_NAME,
+# and the name trainers.checkpoints gives the latest checkpoint.
+INIT_CHECKPOINT = "checkpoint.pt"
+
+
+def initialize_from_path(init_path: str | None, init_dir: str, behavior: str) -> str:
+    """A behavior's ``init_path`` under ``initialize_from`` (``init_dir`` is
+    ``<results_dir>/<initialize_from>``), by ML-Agents' rule (``setup_init_path``), so the
+    written configuration.yaml holds what 0.28 writes and accepts: unset ->
+    ``<init_dir>/<behavior>/checkpoint.pt``; a bare file name -> that file in the same folder;
+    a path -> kept."""
+    if init_path is None:
+        return os.path.join(init_dir, behavior, INIT_CHECKPOINT)
+    if not os.path.dirname(init_path):
+        return os.path.join(init_dir, behavior, init_path)
+    return init_path

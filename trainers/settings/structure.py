@@ -27,10 +27,11 @@ from cattrs.errors import (
     IterableValidationError,
     IterableValidationNote,
 )
-from cattrs.gen import make_dict_structure_fn
+from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 
 from trainers.exceptions import ConfigError, UnknownTrainerTypeError
 from trainers.settings.schema import (
+    NEWER_KEY,
     CheckpointSettings,
     ConstantSampler,
     EngineSettings,
@@ -153,6 +154,12 @@ def unknown_key_message(key: Any, valid: Sequence[str], what: str = "key") -> st
 def yaml_keys(cl: type) -> list[str]:
     """The YAML keys of an attrs class, in definition order."""
     return [a.alias for a in attrs.fields(cl)]
+
+
+def _following_keys(cl: type) -> frozenset[str]:
+    """YAML keys of ``cl`` whose default is computed from another field (``beta_schedule``)."""
+    # An attrs.Factory(..., takes_self=True) default; no other default has ``takes_self``.
+    return frozenset(a.alias for a in attrs.fields(cl) if getattr(a.default, "takes_self", False) is True)
 
 
 def _note_of(exc: BaseException) -> AttributeValidationNote | IterableValidationNote | None:
@@ -314,13 +321,37 @@ def make_converter(hyperparameter_types: Mapping[str, type] | None = None) -> ca
 
     def attrs_factory(cl: type) -> Callable[[Any, Any], Any]:
         generated: Callable[[Any, Any], Any] = make_dict_structure_fn(cl, conv)
+        following = _following_keys(cl)
 
         def structure(value: Any, _: Any) -> Any:
-            return generated(as_mapping(value), cl)
+            data = as_mapping(value)
+            if any(data.get(key, ...) is None for key in following):
+                # ``beta_schedule: null`` (as agents-learn wrote it before 0.28 compatibility)
+                # means "follow": the default computed from the other field.
+                data = {k: v for k, v in data.items() if not (k in following and v is None)}
+            return generated(data, cl)
 
         return structure
 
     conv.register_structure_hook_factory(attrs.has, attrs_factory)
+
+    def attrs_unstructure_factory(cl: type) -> Callable[[Any], Any]:
+        generated: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cl, conv)
+        newer = [(a.name, a.alias) for a in attrs.fields(cl) if a.metadata.get(NEWER_KEY)]
+        if not newer:
+            return generated
+
+        def unstructure(value: Any) -> dict[str, Any]:
+            # Keys newer than ML-Agents 0.28 are left out while unset (None), so 0.28 loads the file.
+            out = generated(value)
+            for name, alias in newer:
+                if getattr(value, name) is None:
+                    del out[alias]
+            return out
+
+        return unstructure
+
+    conv.register_unstructure_hook_factory(attrs.has, attrs_unstructure_factory)
 
     def homogeneous_tuple_factory(t: Any) -> Callable[[Any, Any], Any]:
         item_type = typing.get_args(t)[0]
@@ -695,15 +726,17 @@ def _unstructure_parameter(conv: cattrs.Converter, name: str, param: Environment
 
 
 def unstructure_run_options(options: RunOptions) -> dict[str, Any]:
-    """The YAML form of ``options``: every key, ``null`` for unset optional values."""
+    """The YAML form of ``options`` as ML-Agents 0.28 writes it: every key 0.28 knows, derived
+    values resolved, ``null`` for unset optional values (``environment_parameters`` too when
+    there are none), and keys newer than 0.28 (schema.NEWER_KEY) only where they were set."""
     conv = make_converter()
     default = options.default_settings
+    params = options.environment_parameters
     out: dict[str, Any] = {
         "behaviors": {name: conv.unstructure(s) for name, s in options.behaviors.items()},
         "default_settings": None if default is None else conv.unstructure(default),
-        "environment_parameters": {
-            name: _unstructure_parameter(conv, name, param) for name, param in options.environment_parameters.items()
-        },
+        "environment_parameters": {name: _unstructure_parameter(conv, name, param) for name, param in params.items()}
+        or None,
     }
     for key in _SECTIONS:
         out[key] = conv.unstructure(getattr(options, key))
