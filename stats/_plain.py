@@ -13,8 +13,9 @@ import attrs
 def to_plain(value: Any) -> Any:
     """Nested dicts/lists of str/int/float/bool/None; unknown objects become ``str(value)``."""
     if attrs.has(type(value)):
-        # Private fields with an alias (``_beta_schedule``) are shown under the YAML key.
-        return {(f.alias or f.name): to_plain(getattr(value, f.name)) for f in attrs.fields(type(value))}
+        # Private fields with an alias (``_shared_critic``) are shown under the YAML key, with the
+        # value in effect (the public property of that name, when the class has one).
+        return {(f.alias or f.name): to_plain(_in_effect(value, f)) for f in attrs.fields(type(value))}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: to_plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, Mapping):
@@ -32,6 +33,12 @@ def to_plain(value: Any) -> Any:
         except (TypeError, ValueError):
             pass
     return str(value)
+
+
+def _in_effect(value: Any, field: attrs.Attribute) -> Any:
+    if field.alias and field.alias != field.name and isinstance(getattr(type(value), field.alias, None), property):
+        return getattr(value, field.alias)
+    return getattr(value, field.name)
 
 
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:

@@ -118,3 +118,22 @@ def test_hyperparameters_are_logged(setup) -> None:
     [line] = lines(caplog)
     assert line.startswith("Hyperparameters for behavior name 3DBall:")
     assert "trainer_type:\tppo" in line and "    batch_size:\t64" in line
+
+
+def test_hyperparameters_show_the_values_in_effect(setup) -> None:
+    """Derived and unset-newer keys print what the run uses, never None."""
+    from trainers.settings import structure_run_options
+
+    _, r, caplog = setup
+    options = structure_run_options(
+        {"behaviors": {"3DBall": {"hyperparameters": {"learning_rate_schedule": "constant"}}}}
+    )
+    r.add_property(StatsProperty.HYPERPARAMETERS, options.behaviors["3DBall"])
+    [line] = lines(caplog)
+    for shown in (
+        "beta_schedule:\tconstant",
+        "epsilon_schedule:\tconstant",
+        "shared_critic:\tFalse",
+        "even_checkpoints:\tFalse",
+    ):
+        assert shown in line
