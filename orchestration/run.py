@@ -55,6 +55,7 @@ from stats import (
 )
 from trainers.checkpoints import LATEST_CHECKPOINT, TrainingStatus, load_state, remove_partial_writes
 from trainers.exceptions import AgentsLearnError, CheckpointError, ConfigError
+from trainers.mlagents_checkpoint import is_mlagents_checkpoint, resume_refusal
 from trainers.registry import TrainerRegistry
 from trainers.settings import ConstantSampler, RunOptions, require_capabilities, write_configuration
 
@@ -271,9 +272,11 @@ def pick_device(requested: str | None) -> str:
 
 
 def check_checkpoints_readable(run_dir: Path) -> None:
-    """Every behavior's ``checkpoint.pt`` in an earlier run loads (before anything changes)."""
+    """Every behavior's ``checkpoint.pt`` in an earlier run loads and is agents-learn's (an
+    mlagents-learn run is refused: --initialize-from takes its weights). Before anything changes."""
     for path in sorted(run_dir.glob(f"*/{LATEST_CHECKPOINT}")):
-        load_state(path)
+        if is_mlagents_checkpoint(load_state(path)):
+            raise resume_refusal(path, run_dir.name)
 
 
 # ---------------------------------------------------------------- the results folder

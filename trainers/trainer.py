@@ -20,6 +20,7 @@ from processors.queue import AgentManagerQueue
 from processors.trajectory import Trajectory
 from stats import PerfKind, PerfStats, StatsReporter
 from stats.tags import IS_TRAINING
+from trainers import mlagents_checkpoint
 from trainers.algorithm import Algorithm
 from trainers.checkpoints import BehaviorCheckpoints, CheckpointRecord, load_state
 from trainers.exceptions import CheckpointError, TrainerError
@@ -180,6 +181,8 @@ class Trainer:
             raise CheckpointError(f"{self.behavior_name}: this trainer has no checkpoint folder")
         path = self.checkpoints.latest_path
         state = self.checkpoints.load_latest()
+        if mlagents_checkpoint.is_mlagents_checkpoint(state):
+            raise mlagents_checkpoint.resume_refusal(path, self.checkpoints.run_dir.name)
         self._load(state, path, weights_only=False, what="--resume")
         self.step = int(state["step"])
         self.elapsed_before = float(state.get("elapsed_seconds", 0.0))
@@ -192,14 +195,26 @@ class Trainer:
     def initialize_from(self, path: str | Path) -> None:
         """Start from another run's weights (``init_path``); step and optimiser start fresh.
 
-        ``path`` is a ``.pt`` file or a behavior folder holding ``checkpoint.pt``.
+        ``path`` is a ``.pt`` file or a behavior folder holding ``checkpoint.pt``, written by
+        agents-learn or by mlagents-learn (whose weights are translated, see
+        :mod:`trainers.mlagents_checkpoint`).
         """
         path = Path(path)
         if path.is_dir():
             path = path / "checkpoint.pt"
         if not path.exists():
             raise CheckpointError(f"{self.behavior_name}: init_path {path} does not exist")
-        self._load(load_state(path), path, weights_only=True, what="--initialize-from")
+        state = load_state(path)
+        if mlagents_checkpoint.is_mlagents_checkpoint(state):
+            state = mlagents_checkpoint.import_weights(
+                state,
+                self.algorithm.state(),
+                settings=self.settings,
+                action_spec=self.policy.behavior_spec.action_spec,
+                path=path,
+                behavior=self.behavior_name,
+            )
+        self._load(state, path, weights_only=True, what="--initialize-from")
         self._publish_policy()
 
     def _load(self, state: Mapping[str, Any], path: Path, *, weights_only: bool, what: str) -> None:

@@ -1,0 +1,361 @@
+"""mlagents-learn checkpoints: ``--initialize-from`` one makes our networks compute what ML-Agents'
+computed; what does not fit, and ``--resume`` of an mlagents-learn run, are one clear error.
+
+The fixtures are real mlagents-learn 0.28 checkpoints with ML-Agents' own outputs next to them,
+written by ``tests/fixtures/mlagents_0_28/make_checkpoints.py`` (run by hand with ML-Agents
+installed; CI only reads the files).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+
+import attrs
+import pytest
+import torch
+from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
+
+from orchestration.run import build_run
+from stats import StatsReporter
+from tests.test_cli import basic_config, one_line_error, run_cli
+from tests.test_cli_defects import snapshot
+from trainers import mlagents_checkpoint
+from trainers.checkpoints import load_state
+from trainers.exceptions import CheckpointError
+from trainers.ppo import PPO
+from trainers.settings import (
+    ExtrinsicSettings,
+    NetworkSettings,
+    PPOSettings,
+    RewardSignalType,
+    TrainerSettings,
+    load_run_options,
+)
+from trainers.trainer import Trainer
+
+FIXTURES = Path(__file__).parent / "fixtures" / "mlagents_0_28"
+TOLERANCE = 1e-5
+
+
+def spec(obs_shapes: list[tuple[int, ...]], continuous: int, branches: tuple[int, ...]) -> BehaviorSpec:
+    observations = [
+        ObservationSpec(shape, (DimensionProperty.NONE,) * len(shape), ObservationType.DEFAULT, f"obs{i}")
+        for i, shape in enumerate(obs_shapes)
+    ]
+    return BehaviorSpec(observations, ActionSpec(continuous, branches))
+
+
+# As make_checkpoints.py built each case: (behavior spec, network settings, shared critic).
+CASES = {
+    "Basic": (spec([(20,)], 0, (3,)), NetworkSettings(hidden_units=20, num_layers=1), False),
+    "3DBall": (spec([(8,)], 2, ()), NetworkSettings(hidden_units=24, num_layers=2, normalize=True), False),
+    "3DBallShared": (spec([(8,)], 2, ()), NetworkSettings(hidden_units=16, num_layers=1, normalize=True), True),
+    "Hybrid": (
+        spec([(20, 20, 1), (4,)], 2, (3, 2)),
+        NetworkSettings(hidden_units=16, num_layers=1, normalize=True, vis_encode_type="simple"),
+        True,
+    ),
+}
+
+
+def make_trainer(
+    case: str,
+    *,
+    behavior_spec: BehaviorSpec | None = None,
+    shared_critic: bool | None = None,
+    seed: int = 3,
+    **network_changes,
+) -> Trainer:
+    """A PPO trainer configured as ``case`` was in mlagents-learn, with ``network_changes``."""
+    case_spec, network, shared = CASES[case]
+    settings = TrainerSettings(
+        hyperparameters=PPOSettings(
+            batch_size=16, buffer_size=64, shared_critic=shared if shared_critic is None else shared_critic
+        ),
+        network_settings=attrs.evolve(network, **network_changes),
+        reward_signals={RewardSignalType.EXTRINSIC: ExtrinsicSettings()},
+    )
+    reporter = StatsReporter(case)
+    ppo = PPO(
+        behavior_name=case,
+        behavior_spec=behavior_spec or case_spec,
+        settings=settings,
+        stats_reporter=reporter,
+        seed=seed,
+    )
+    return Trainer(behavior_name=case, settings=settings, algorithm=ppo, stats_reporter=reporter, checkpoints=None)
+
+
+def expected(case: str) -> dict:
+    return torch.load(FIXTURES / f"{case}.expected.pt", weights_only=True)
+
+
+def masks_of(out: dict) -> torch.Tensor | None:
+    return out["masks"] if out["masks"].shape[1] else None
+
+
+def max_diff(ours: torch.Tensor, theirs: torch.Tensor) -> float:
+    assert ours.shape == theirs.shape
+    return float((ours.double() - theirs.double()).abs().max())
+
+
+# ---------------------------------------------------------------- the layout
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_mlagents_checkpoints_load_weights_only_and_are_recognised(case):
+    state = load_state(FIXTURES / f"{case}.pt")  # torch.load(weights_only=True)
+    assert mlagents_checkpoint.is_mlagents_checkpoint(state)
+    assert set(state) >= {"Policy", "global_step", "Optimizer:value_optimizer", "Optimizer:critic"}
+    trainer = make_trainer(case)
+    assert not mlagents_checkpoint.is_mlagents_checkpoint(trainer.checkpoint_state())
+
+
+# ---------------------------------------------------------------- the same numbers as ML-Agents
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_initialize_from_an_mlagents_checkpoint_computes_what_mlagents_computed(case):
+    trainer = make_trainer(case)
+    trainer.initialize_from(FIXTURES / f"{case}.pt")
+    assert trainer.step == 0
+    out = expected(case)
+    actor, critic = trainer.algorithm.policy.actor, trainer.algorithm.critic
+    obs, masks = out["obs"], masks_of(out)
+    with torch.no_grad():
+        assert max_diff(actor.encoder(obs), out["encoding"]) < TOLERANCE
+        dist = actor(obs, masks)
+        continuous = out.get("continuous_actions", torch.zeros((len(obs[0]), 0)))
+        discrete = out.get("discrete_actions", torch.zeros((len(obs[0]), 0), dtype=torch.int64))
+        cont_log_probs, disc_log_probs, entropy = actor.evaluate_actions(obs, masks, continuous, discrete)
+        assert max_diff(entropy, out["entropy"]) < TOLERANCE
+        if out["continuous_size"]:
+            assert max_diff(dist.mean, out["mean"]) < TOLERANCE  # the deterministic action
+            assert max_diff(cont_log_probs, out["continuous_log_probs"]) < TOLERANCE
+        if out["discrete_branches"]:
+            # ML-Agents takes log(p + 1e-7); probabilities compare without that offset's blow-up
+            assert max_diff(disc_log_probs.exp(), out["discrete_log_probs"].exp()) < TOLERANCE
+            for ours, theirs in zip(dist.log_probs, out["probs"]):
+                assert max_diff(ours.exp(), theirs) < TOLERANCE
+            deterministic = actor.sample(obs, masks, deterministic=True).discrete
+            assert torch.equal(deterministic, out["deterministic_discrete"])
+        values = critic(obs)
+        assert max_diff(values["extrinsic"], out["values"]["extrinsic"]) < TOLERANCE
+
+
+@pytest.mark.parametrize("case", ["3DBall", "Hybrid"])
+def test_imported_normalisers_continue_as_mlagents_would(case):
+    trainer = make_trainer(case)
+    trainer.initialize_from(FIXTURES / f"{case}.pt")
+    update = expected(case)["normalizer_update"]
+    normalizer = trainer.algorithm.policy.actor.encoder.inputs[update["index"]].normalizer
+    normalizer.update(update["batch"])
+    assert max_diff(normalizer.mean, update["mean"]) < TOLERANCE
+    assert max_diff(normalizer.var, update["var"]) < TOLERANCE
+    assert int(normalizer.count) == int(update["count"])
+
+
+def test_a_shared_mlagents_critic_fills_a_separate_one_exactly():
+    trainer = make_trainer("3DBallShared", shared_critic=False)
+    trainer.initialize_from(FIXTURES / "3DBallShared.pt")
+    out = expected("3DBallShared")
+    with torch.no_grad():
+        values = trainer.algorithm.critic(out["obs"])["extrinsic"]
+    assert max_diff(values, out["values"]["extrinsic"]) < TOLERANCE
+
+
+def test_a_separate_mlagents_critic_cannot_be_shared_so_its_heads_start_fresh(caplog):
+    trainer = make_trainer("3DBall", shared_critic=True)
+    heads_before = {k: v.clone() for k, v in trainer.algorithm.critic.value_heads.state_dict().items()}
+    with caplog.at_level(logging.WARNING):
+        trainer.initialize_from(FIXTURES / "3DBall.pt")
+    assert "does not fit behavior '3DBall'" in caplog.text and "starts from fresh weights" in caplog.text
+    out = expected("3DBall")
+    with torch.no_grad():
+        assert max_diff(trainer.algorithm.policy.actor(out["obs"]).mean, out["mean"]) < TOLERANCE
+    for key, tensor in trainer.algorithm.critic.value_heads.state_dict().items():
+        assert torch.equal(tensor, heads_before[key])
+
+
+def test_a_critic_without_our_value_head_starts_fresh_and_the_actor_still_loads(caplog):
+    state = load_state(FIXTURES / "Basic.pt")
+    critic = dict(state["Optimizer:critic"])
+    for name in ("weight", "bias"):
+        critic[f"value_heads.value_heads.gail.{name}"] = critic.pop(f"value_heads.value_heads.extrinsic.{name}")
+    trainer = make_trainer("Basic")
+    target = trainer.algorithm.state()
+    critic_before = {k: v.clone() for k, v in target["critic"].items()}
+    with caplog.at_level(logging.WARNING):
+        imported = mlagents_checkpoint.import_weights(
+            {**state, "Optimizer:critic": critic, "global_step": 1500},  # a plain-int step reads too
+            target,
+            settings=trainer.settings,
+            action_spec=trainer.policy.behavior_spec.action_spec,
+            path=Path("Basic.pt"),
+            behavior="Basic",
+        )
+    assert "no value head for extrinsic (it has gail)" in caplog.text
+    assert all(torch.equal(imported["critic"][k], critic_before[k]) for k in critic_before)
+    branch = state["Policy"]["action_model._discrete_distribution.branches.0.bias"]
+    assert torch.equal(imported["actor"]["logits_head.bias"], branch)
+
+
+# ---------------------------------------------------------------- what does not fit
+
+
+MISMATCHES = [
+    # case, trainer changes, what the message must say
+    (
+        "Basic",
+        {"hidden_units": 32},
+        [
+            "hidden_units: 20 in the checkpoint, 32 configured",
+            "Policy network_body._body_endoder.seq_layers.0.weight is (20, 20), encoder.body.layers.0.weight here is (32, 20)",
+        ],
+    ),
+    ("Basic", {"num_layers": 2}, ["num_layers: 1 in the checkpoint, 2 configured"]),
+    (
+        "Basic",
+        {"behavior_spec": spec([(20,)], 0, (4,))},
+        [
+            "actions: no continuous and discrete branches (3,) in the checkpoint, "
+            "no continuous and discrete branches (4,) in the environment",
+            "action_model._discrete_distribution.branches.*.weight is (3, 20), logits_head.weight here is (4, 20)",
+        ],
+    ),
+    (
+        "Basic",
+        {"behavior_spec": spec([(20,)], 2, ())},
+        [
+            "actions: no continuous and discrete branches (3,) in the checkpoint, "
+            "2 continuous and no discrete actions in the environment"
+        ],
+    ),
+    (
+        "3DBall",
+        {"behavior_spec": spec([(10,)], 2, ())},
+        [
+            "the encoded observations are 8 wide in the checkpoint, 10 here",
+            "network_body.observation_encoder.processors.0.normalizer.running_mean is (8,), "
+            "encoder.inputs.0.normalizer.mean here is (10,)",
+        ],
+    ),
+    ("3DBall", {"normalize": False}, ["normalize: true in the checkpoint, false configured"]),
+    ("Basic", {"normalize": True}, ["normalize: false in the checkpoint, true configured"]),
+    (
+        "Hybrid",
+        {"vis_encode_type": "fully_connected"},
+        ["vis_encode_type: simple in the checkpoint (observation 0), fully_connected configured"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "changes", "phrases"), MISMATCHES)
+def test_an_architecture_that_differs_is_one_error_naming_file_behavior_and_difference(case, changes, phrases):
+    trainer = make_trainer(case, **changes)
+    before = {k: v.clone() for k, v in trainer.algorithm.policy.actor.state_dict().items()}
+    path = FIXTURES / f"{case}.pt"
+    with pytest.raises(CheckpointError) as error:
+        trainer.initialize_from(path)
+    message = str(error.value)
+    assert message.startswith(f"{path}: cannot initialize behavior {case!r} from this mlagents-learn checkpoint: ")
+    assert "\n" not in message
+    for phrase in phrases:
+        assert phrase in message
+    for key, tensor in trainer.algorithm.policy.actor.state_dict().items():  # nothing was loaded
+        assert torch.equal(tensor, before[key])
+
+
+def test_resnet_and_sac_policies_are_named_as_such():
+    state = load_state(FIXTURES / "3DBall.pt")
+    policy = dict(state["Policy"])
+    sigma = policy.pop("action_model._continuous_distribution.log_sigma")
+    policy["action_model._continuous_distribution.log_sigma.weight"] = sigma.new_zeros((2, 24))
+    policy["action_model._continuous_distribution.log_sigma.bias"] = sigma.new_zeros(2)
+    policy["network_body.observation_encoder.processors.1.sequential.0.weight"] = torch.zeros(16, 1, 3, 3)
+    policy["network_body.observation_encoder.processors.1.dense.weight"] = torch.zeros(24, 32)
+    trainer = make_trainer("3DBall")
+    with pytest.raises(CheckpointError) as error:
+        mlagents_checkpoint.import_weights(
+            {**state, "Policy": policy},
+            trainer.algorithm.state(),
+            settings=trainer.settings,
+            action_spec=trainer.policy.behavior_spec.action_spec,
+            path=Path("3DBall.pt"),
+            behavior="3DBall",
+        )
+    message = str(error.value)
+    assert "state-dependent sigma (a SAC policy)" in message
+    assert "observation 1 is encoded by ML-Agents' resnet" in message
+
+
+# ---------------------------------------------------------------- through the run wiring and the CLI
+
+
+def mlagents_run(results: Path, run_id: str = "mla") -> Path:
+    """An mlagents-learn results folder for Basic, as mlagents-learn leaves it."""
+    run = results / run_id
+    (run / "Basic").mkdir(parents=True)
+    (run / "run_logs").mkdir()
+    shutil.copyfile(FIXTURES / "Basic.pt", run / "Basic/checkpoint.pt")
+    shutil.copyfile(FIXTURES / "Basic.pt", run / "Basic/Basic-1500.pt")
+    (run / "Basic/Basic-1500.onnx").write_bytes(b"onnx")
+    (run / "Basic.onnx").write_bytes(b"onnx")
+    (run / "configuration.yaml").write_text("behaviors: {}\n")
+    (run / "run_logs/training_status.json").write_text(
+        '{"Basic": {"checkpoints": [{"steps": 1500, "file_path": "results/mla/Basic/Basic-1500.onnx", '
+        '"reward": 0.5, "creation_time": 1.0, "auxillary_file_paths": ["results/mla/Basic/Basic-1500.pt"]}]}, '
+        '"metadata": {"stats_format_version": "0.3.0", "mlagents_version": "0.28.0", "torch_version": "1.8.1"}}'
+    )
+    return run
+
+
+def test_resume_of_an_mlagents_run_is_refused_before_anything_changes(tmp_path):
+    run = mlagents_run(tmp_path / "results")
+    before = snapshot(run)
+    options = load_run_options(str(basic_config(tmp_path, 2_000)))
+    options = attrs.evolve(
+        options,
+        checkpoint_settings=attrs.evolve(
+            options.checkpoint_settings, results_dir=str(tmp_path / "results"), run_id="mla", resume=True
+        ),
+    )
+    with pytest.raises(CheckpointError) as error:
+        build_run(options, console=False)
+    message = str(error.value)
+    assert str(run / "Basic/checkpoint.pt") in message and "written by mlagents-learn" in message
+    assert "--initialize-from mla" in message
+    assert snapshot(run) == before
+    assert sorted(p.name for p in run.iterdir()) == ["Basic", "Basic.onnx", "configuration.yaml", "run_logs"]
+
+
+@pytest.mark.slow
+def test_resume_of_an_mlagents_run_is_one_line_on_the_command_line(tmp_path):
+    run = mlagents_run(tmp_path / "results")
+    before = snapshot(run)
+    line = one_line_error(run_cli(tmp_path, str(basic_config(tmp_path, 2_000)), "--run-id=mla", "--resume"))
+    assert "written by mlagents-learn" in line and "--initialize-from mla" in line
+    assert snapshot(run) == before
+
+
+@pytest.mark.slow
+def test_agents_learn_trains_on_from_an_mlagents_run(tmp_path):
+    mlagents_run(tmp_path / "results")
+    result = run_cli(
+        tmp_path,
+        str(basic_config(tmp_path, 600)),
+        "--env=builtin:Basic",
+        "--initialize-from=mla",
+        "--run-id=ours",
+        "--seed=1",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "imported mlagents-learn weights (saved at step 1500)" in result.stdout + result.stderr
+    saved = load_state(tmp_path / "results/ours/Basic/checkpoint.pt")
+    assert saved["step"] >= 600
+    imported = load_state(FIXTURES / "Basic.pt")["Policy"]["network_body._body_endoder.seq_layers.0.weight"]
+    trained = saved["actor"]["encoder.body.layers.0.weight"]
+    # trained on from the imported weights: moved by the updates, still close to where they began
+    assert 0 < float((trained - imported).abs().max()) < 0.05
