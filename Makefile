@@ -1,6 +1,8 @@
 # Set-up is idempotent: .venv is created on first use and re-synced when the
 # dependency files change. Everything installs through constraints.txt so pip
 # never resolves a newer torch (the CPU wheel 2.13.0 is the tested one).
+# setuptools is named so the pinned one replaces whatever `python -m venv` bundled
+# (tensorboard needs its pkg_resources). `make setup VENV=/tmp/v` builds a venv elsewhere.
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
@@ -9,7 +11,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet -c constraints.txt torch==2.13.0
+	$(VENV)/bin/python -m pip install --quiet -c constraints.txt torch==2.13.0 setuptools
 	$(VENV)/bin/python -m pip install --quiet -c constraints.txt -e '.[test]'
 	touch $(STAMP)
 

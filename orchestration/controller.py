@@ -21,7 +21,9 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from orchestration.env_manager import BehaviorRuntime, EnvManager
 from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
-from stats import PerfStats, StatsHub, StatsProperty, StatsReporter
+from stats import PerfStats, StatsHub, StatsProperty, StatsReporter, Timers, timed_method
+from stats.tags import STEP
+from stats.timer_names import ADVANCE, RESET_ENV, SAVE_MODELS, START_LEARNING
 from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus
 from trainers.policy import TorchPolicy
 from trainers.registry import TrainerRegistry
@@ -58,7 +60,8 @@ class TrainerController:
     ``max_steps`` does not end it).
     ``stop``: set it (Ctrl-C handler) to end the run cleanly. ``on_started`` is called once,
     when the first trainer exists (its checkpoint, if resumed, loaded): from then on the run
-    may write into an earlier run's folder.
+    may write into an earlier run's folder. ``timers``: the run's, timed under ML-Agents' names
+    (``stats.timer_names``) and handed to every trainer.
     """
 
     def __init__(
@@ -72,6 +75,7 @@ class TrainerController:
         seed: int,
         device: str,
         perf: PerfStats | None = None,
+        timers: Timers | None = None,
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.monotonic,
         on_started: Callable[[], None] | None = None,
@@ -87,6 +91,7 @@ class TrainerController:
         self.resume = cp.resume
         self.inference = cp.inference
         self.perf = perf if perf is not None else PerfStats()
+        self.timers = timers if timers is not None else Timers()
         self.stop = stop if stop is not None else threading.Event()
         self._clock = clock
         self._on_started = on_started
@@ -153,6 +158,7 @@ class TrainerController:
             trainer.initialize_from(settings.init_path)
             logger.info("Initialized %s from %s", name, settings.init_path)
         trainer.perf = self.perf
+        trainer.timers = self.timers
         reporter.add_property(StatsProperty.HYPERPARAMETERS, settings)
         reporter.add_property(StatsProperty.IS_TRAINING, not self.inference)
         reporter.add_property(StatsProperty.START_STEP, trainer.step)
@@ -182,6 +188,7 @@ class TrainerController:
             return False
         return not any(t.should_still_train for t in self.trainers.values())
 
+    @timed_method(ADVANCE)
     def advance(self, env_manager: EnvManager) -> None:
         """One round of the loop: environments, unthreaded trainers, failures, perf."""
         env_manager.advance(timeout=0.5)
@@ -197,6 +204,7 @@ class TrainerController:
             self.report_perf(env_manager, now - self._last_perf)
             self._last_perf = now
 
+    @timed_method(START_LEARNING)
     def run(self, env_manager: EnvManager) -> RunOutcome:
         """Train until done or stopped; save every behavior (unless inference) however it ends.
 
@@ -205,7 +213,8 @@ class TrainerController:
         interrupted = False
         saved: list[str] = []
         try:
-            env_manager.start()
+            with self.timers.scope(RESET_ENV):
+                env_manager.start()
             while not self.done():
                 if self.stop.is_set():
                     interrupted = True
@@ -236,6 +245,7 @@ class TrainerController:
         for thread in self.threads.values():
             thread.raise_if_failed()
 
+    @timed_method(SAVE_MODELS)
     def save_all(self) -> list[str]:
         """Checkpoint and export every healthy behavior; a failure is logged and the others
         still saved. A behavior whose trainer failed is not saved (its state may be half
@@ -276,6 +286,7 @@ class TrainerController:
                 self.reporters[name].write_stats(self._inference_next_summary[name])
                 freq = self.trainers[name].settings.summary_freq
                 self._inference_next_summary[name] = (steps // freq + 1) * freq
+            self.reporters[name].set_stat(STEP, float(steps))
 
     def report_perf(self, env_manager: EnvManager, window_s: float) -> None:
         """Set the ``Perf/...`` values of the last window on every behavior's stats window:

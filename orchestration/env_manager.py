@@ -24,7 +24,8 @@ from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps
 from envs.workers import EnvWorkerPool, RestartBudget, WorkerFault, WorkerResult
 from processors import ActionInfo, AgentManager, AgentManagerQueue
 from processors.agent_processor import allowed_actions
-from stats import PerfKind, PerfStats, Timers
+from stats import PerfKind, PerfStats, Timers, timed_method
+from stats.timer_names import ENV_STEP, ENV_WAIT, POLICY_EVALUATE, PROCESS_STEPS, STEP_WORKERS, TAKE_STEP
 from trainers.exceptions import RunEnvironmentError
 from trainers.policy import TorchPolicy
 
@@ -109,13 +110,14 @@ class EnvManager:
             if weights is not None:
                 runtime.policy.load_weights(weights)
 
+    @timed_method(ENV_STEP)
     def advance(self, timeout: float = 1.0) -> int:
         """One round: the steps of every ready worker processed, their next actions sent.
         Returns how many worker steps were processed (0 if none came back in ``timeout`` s)."""
         if not self._started:
             self.start()
         self._load_policies()
-        with self.perf.measure(PerfKind.ENV_WAIT), self.timers.scope("env_wait"):
+        with self.perf.measure(PerfKind.ENV_WAIT), self.timers.scope(ENV_WAIT):
             events = self.pool.poll(timeout)
         results: list[WorkerResult] = []
         for event in events:
@@ -125,12 +127,12 @@ class EnvManager:
                 results.append(event)
         if not results:
             return 0
-        with self.perf.measure(PerfKind.PROCESSING), self.timers.scope("process_steps"):
+        with self.perf.measure(PerfKind.PROCESSING), self.timers.scope(PROCESS_STEPS):
             deciding = self._process(results)
-        with self.perf.measure(PerfKind.INFERENCE), self.timers.scope("inference"):
+        with self.perf.measure(PerfKind.INFERENCE):
             actions = self._act(deciding)
         # An in-process pool steps its environment here; a subprocess pool only sends.
-        with self.perf.measure(PerfKind.ENV_WAIT), self.timers.scope("env_step"):
+        with self.perf.measure(PerfKind.ENV_WAIT), self.timers.scope(STEP_WORKERS):
             for result in results:
                 self.pool.step(result.worker_id, actions.get(result.worker_id, {}))
         self.env_steps += len(results)
@@ -163,6 +165,7 @@ class EnvManager:
                     runtime.manager.record_environment_stats(stats, worker_id)
         return deciding
 
+    @timed_method(TAKE_STEP)
     def _act(self, deciding: dict[str, list[tuple[int, DecisionSteps]]]) -> dict[int, dict[str, ActionTuple]]:
         actions: dict[int, dict[str, ActionTuple]] = defaultdict(dict)
         for behavior_id, parts in deciding.items():
@@ -171,7 +174,8 @@ class EnvManager:
             mask_width = int(sum(spec.action_spec.discrete_branches))
             if len(parts) == 1:
                 worker_id, decision = parts[0]
-                info = runtime.policy.act(decision.obs, allowed_actions(decision, mask_width), decision.agent_id)
+                with self.timers.scope(POLICY_EVALUATE):
+                    info = runtime.policy.act(decision.obs, allowed_actions(decision, mask_width), decision.agent_id)
                 self._last_action[(worker_id, behavior_id)] = info
                 actions[worker_id][behavior_id] = info.env_actions
                 continue
@@ -186,7 +190,8 @@ class EnvManager:
                     ]
                 )
             agent_ids = np.concatenate([d.agent_id for _, d in parts])
-            info = runtime.policy.act(obs, masks, agent_ids)
+            with self.timers.scope(POLICY_EVALUATE):
+                info = runtime.policy.act(obs, masks, agent_ids)
             start = 0
             for worker_id, decision in parts:
                 stop = start + len(decision)

@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 import torch
 
+from envs.unity import api_version as unity_api_version
 from envs.workers import (
     BUILTIN_PREFIX,
     LOOPBACK,
@@ -53,6 +54,7 @@ from stats import (
     load_stats_writer_plugins,
     write_timers_json,
 )
+from stats.timer_names import TRAINER_THREAD_PATH
 from trainers.checkpoints import LATEST_CHECKPOINT, TrainingStatus, load_state, remove_partial_writes
 from trainers.exceptions import AgentsLearnError, CheckpointError, ConfigError
 from trainers.mlagents_checkpoint import is_mlagents_checkpoint, resume_refusal
@@ -154,7 +156,8 @@ def build_run(
     # few dozen rows, and leaves the other cores to environment processes.
     torch.set_num_threads(1)
 
-    timers = Timers()
+    timers = Timers(thread_parent=TRAINER_THREAD_PATH)
+    timers.add_metadata("communication_protocol_version", unity_api_version())  # as mlagents-learn does
     perf = PerfStats()
     hub = StatsHub(
         [
@@ -190,6 +193,7 @@ def build_run(
         seed=env.seed,
         device=device,
         perf=perf,
+        timers=timers,
         stop=stop,
         on_started=on_started,
     )

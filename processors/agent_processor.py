@@ -420,6 +420,8 @@ class AgentProcessor:
         """Episode reward and length for agents whose episode ends now (if they acted in it).
 
         Episode length counts the episode's transitions but the terminal one, as ML-Agents.
+        Rewards are kept as a histogram (TensorBoard ``Environment/Cumulative Reward_hist``
+        beside the mean), as ML-Agents' trainers report them.
         """
         transitions = table.agent.episode_transitions[slots]
         played = transitions > 0
@@ -427,7 +429,7 @@ class AgentProcessor:
             return
         rewards = table.agent.episode_reward[slots][played]
         lengths = transitions[played] - terminal_transition[played]
-        self._stats_reporter.add_stats(CUMULATIVE_REWARD, rewards)
+        self._stats_reporter.add_stats(CUMULATIVE_REWARD, rewards, StatsAggregationMethod.HISTOGRAM)
         self._stats_reporter.add_stats(EPISODE_LENGTH, lengths.astype(np.float64))
 
     def _publish(self, table: AgentTable, slots: np.ndarray, counts: np.ndarray, next_obs: list[np.ndarray]) -> None:

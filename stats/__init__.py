@@ -10,7 +10,7 @@ from stats.plugins import STATS_WRITER_GROUP, check_stats_writer_plugins, load_s
 from stats.reporter import StatsHub, StatsReporter
 from stats.summary import StatsAggregationMethod, StatsProperty, StatsSummary
 from stats.tensorboard_writer import TensorBoardWriter
-from stats.timers import GaugeWriter, Timers, write_timers_json
+from stats.timers import GaugeWriter, Timers, timed_method, write_timers_json
 from stats.writer import StatsWriter
 
 __all__ = [
@@ -35,5 +35,6 @@ __all__ = [
     "default_writers",
     "check_stats_writer_plugins",
     "load_stats_writer_plugins",
+    "timed_method",
     "write_timers_json",
 ]

@@ -29,7 +29,7 @@ class StatsProperty(enum.Enum):
     """Non-numeric facts about a category, handed to writers once (not aggregated)."""
 
     HYPERPARAMETERS = "hyperparameters"
-    """A mapping or attrs object of the behavior's settings; TensorBoard text ``Hyperparameters``."""
+    """A mapping or attrs object of the behavior's settings; TensorBoard text ``Hyperparameters/text_summary``."""
     IS_TRAINING = "is_training"
     """bool: whether the trainer still updates the policy (console ``Training.``/``Not Training.``)."""
     SELF_PLAY = "selfplay"

@@ -22,6 +22,11 @@ SELF_PLAY_ELO = "Self-play/ELO"
 IS_TRAINING = "Is Training"
 STEP = "Step"
 HYPERPARAMETERS = "Hyperparameters"
+HYPERPARAMETERS_TEXT = HYPERPARAMETERS + "/text_summary"
+"""The tag of the hyperparameters text in the event file: ML-Agents calls torch's
+``SummaryWriter.add_text("Hyperparameters", ...)``, which appends ``/text_summary``."""
+CUMULATIVE_REWARD_HISTOGRAM = CUMULATIVE_REWARD + "_hist"
+"""ML-Agents' histogram of the window's episode rewards (any HISTOGRAM key gets ``<key>_hist``)."""
 
 HIDDEN_KEYS: tuple[str, ...] = (IS_TRAINING, STEP)
 """Collected but not drawn in TensorBoard, as in ML-Agents."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from stats._plain import markdown_table
 from stats.summary import StatsAggregationMethod, StatsProperty, StatsSummary
-from stats.tags import HIDDEN_KEYS, HYPERPARAMETERS
+from stats.tags import HIDDEN_KEYS, HYPERPARAMETERS_TEXT
 from stats.writer import StatsWriter
 
 _HISTOGRAM_BINS = 30
@@ -22,8 +22,9 @@ class TensorBoardWriter(StatsWriter):
     """One event file per category under ``run_dir`` (``results/<run-id>``); x axis = step.
 
     Scalars carry ``summary.aggregated_value`` under the key as tag; HISTOGRAM keys also get a
-    ``<key>_hist`` histogram; keys in ``hidden_keys`` (``Is Training``, ``Step``) are not drawn;
-    hyperparameters become a markdown text summary ``Hyperparameters`` at step 0. Files are
+    ``<key>_hist`` histogram (``Environment/Cumulative Reward_hist``); keys in ``hidden_keys``
+    (``Is Training``, ``Step``) are not drawn; hyperparameters become a markdown text summary
+    tagged ``Hyperparameters/text_summary`` at step 0, the tag ML-Agents' files carry. Files are
     flushed after every write so readers see them at once. ``clear_past_data`` deletes old event
     files of a category when its writer is first opened (a fresh run over an old run-id).
     """
@@ -83,16 +84,30 @@ class TensorBoardWriter(StatsWriter):
     def add_property(self, category: str, property_type: StatsProperty, value: Any) -> None:
         if property_type is not StatsProperty.HYPERPARAMETERS:
             return
-        from tensorboard.plugins.text.summary_v2 import text_pb
-
-        summary = text_pb(HYPERPARAMETERS, markdown_table(value))
-        self._add(category, list(summary.value), 0, time.time())
+        self._add(category, [_text_value(HYPERPARAMETERS_TEXT, markdown_table(value))], 0, time.time())
         self._writer(category).flush()
 
     def close(self) -> None:
         writers, self._writers = self._writers, {}
         for writer in writers.values():
             writer.close()
+
+
+def _text_value(tag: str, text: str) -> Any:
+    """A text-plugin ``Summary.Value`` shaped as torch's ``add_text`` writes it (ML-Agents' files):
+    a one-element DT_STRING tensor and ``TextPluginData`` version 0."""
+    from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
+    from tensorboard.plugins.text import plugin_data_pb2
+
+    plugin = summary_pb2.SummaryMetadata.PluginData(
+        plugin_name="text", content=plugin_data_pb2.TextPluginData(version=0).SerializeToString()
+    )
+    tensor = tensor_pb2.TensorProto(
+        dtype=types_pb2.DT_STRING,
+        string_val=[text.encode("utf-8")],
+        tensor_shape=tensor_shape_pb2.TensorShapeProto(dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=1)]),
+    )
+    return summary_pb2.Summary.Value(tag=tag, metadata=summary_pb2.SummaryMetadata(plugin_data=plugin), tensor=tensor)
 
 
 def _histogram_proto(samples: np.ndarray) -> Any:

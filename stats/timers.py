@@ -3,7 +3,9 @@
 Each thread has its own stack of open scopes, so a trainer thread's scopes never nest under
 the env thread's. The JSON tree (REFERENCE.md 1.13) merges the threads by scope name under
 one ``root``; subtrees timed on threads other than the one that created the ``Timers`` (and
-trees merged in from worker processes) are marked ``is_parallel``, since their time overlaps.
+trees merged in from worker processes) are marked ``is_parallel``, since their time overlaps,
+and go under ``thread_parent`` (ML-Agents: ``TrainerController.start_learning/trainer_threads/
+thread_root``). Scope names as ML-Agents writes them are in ``stats.timer_names``.
 
     timers = Timers()
     with timers.scope("env_step"):
@@ -11,6 +13,12 @@ trees merged in from worker processes) are marked ``is_parallel``, since their t
 
     @timers.timed("update")
     def update(): ...
+
+    class Trainer:            # objects that get the run's Timers after they are made
+        timers: Timers
+
+        @timed_method("trainer_advance")
+        def advance(self): ...
 """
 
 from __future__ import annotations
@@ -18,11 +26,12 @@ from __future__ import annotations
 import functools
 import importlib.metadata
 import json
+import math
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +39,18 @@ from stats.summary import StatsSummary
 from stats.writer import StatsWriter
 
 TIMER_FORMAT_VERSION = "0.1.0"
+METADATA_ORDER = (
+    "timer_format_version",
+    "start_time_seconds",
+    "python_version",
+    "command_line_arguments",
+    "mlagents_version",
+    "mlagents_envs_version",
+    "communication_protocol_version",
+    "pytorch_version",
+    "numpy_version",
+)
+"""ML-Agents' ``metadata`` keys in its order; ours follow them, ``end_time_seconds`` comes last."""
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -117,7 +138,10 @@ class _Scope:
 
 class Timers:
     """The timers of one run. ``clock`` is a monotonic seconds counter (``time.perf_counter``),
-    ``wall_clock`` Unix seconds for the metadata. Timing a scope costs about a microsecond.
+    ``wall_clock`` Unix seconds for the metadata. ``thread_parent``: the path of scope names
+    under which other threads' scopes go (their last node counts one per thread and the
+    seconds of the thread's top-level scopes); empty: under the root. Timing a scope costs
+    about a microsecond.
     """
 
     def __init__(
@@ -125,8 +149,10 @@ class Timers:
         *,
         clock: Callable[[], float] = time.perf_counter,
         wall_clock: Callable[[], float] = time.time,
+        thread_parent: Sequence[str] = (),
     ) -> None:
         self._clock = clock
+        self._thread_parent = tuple(thread_parent)
         self._wall_clock = wall_clock
         self._start = clock()
         self._start_wall = wall_clock()
@@ -170,7 +196,10 @@ class Timers:
         return decorate
 
     def set_gauge(self, name: str, value: float) -> None:
-        """Track the latest ``value`` of ``name`` with its min, max and count."""
+        """Track the latest ``value`` of ``name`` with its min, max and count (NaN is ignored,
+        as ML-Agents does, so one empty window does not poison min and max)."""
+        if math.isnan(value):
+            return
         with self._lock:
             gauge = self._gauges.get(name)
             if gauge is None:
@@ -203,9 +232,20 @@ class Timers:
         with self._lock:
             roots = list(self._roots)
             merged = self._merged
-            for thread_root, on_owner in roots:
+            for thread_root in (r for r, on_owner in roots if on_owner):
                 for name, child in list(thread_root.children.items()):
-                    root.child(name).merge(child, not on_owner)
+                    root.child(name).merge(child, False)
+            for thread_root in (r for r, on_owner in roots if not on_owner):
+                children = list(thread_root.children.items())
+                target = root
+                if self._thread_parent:
+                    for name in self._thread_parent:
+                        target = target.child(name)
+                    target.total += sum(child.total for _, child in children)
+                    target.count += 1
+                    target.is_parallel = True
+                for name, child in children:
+                    target.child(name).merge(child, True)
             for name, child in merged.children.items():
                 root.child(name).merge(child, True)
         return root
@@ -224,9 +264,25 @@ class Timers:
         full_meta.update(meta)
         if metadata:
             full_meta.update(metadata)
-        res: dict[str, Any] = {"name": "root", "gauges": gauges, "metadata": full_meta}
+        res: dict[str, Any] = {"name": "root", "gauges": gauges, "metadata": _ordered(full_meta)}
         res.update(tree)
         return res
+
+
+def timed_method(name: str) -> Callable[[F], F]:
+    """Decorator timing each call of a method as ``name`` in its instance's ``timers`` attribute
+    (a :class:`Timers`): for objects made before the run's timers are handed to them, as
+    ML-Agents' ``@timed`` times ``TrainerController.advance``."""
+
+    def decorate(method: F) -> F:
+        @functools.wraps(method)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            with _Scope(self.timers, name):
+                return method(self, *args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
 
 
 def _version(distribution: str) -> str | None:
@@ -237,27 +293,41 @@ def _version(distribution: str) -> str | None:
 
 
 def default_metadata(start_wall: float, end_wall: float) -> dict[str, str]:
-    """Format version, start/end Unix seconds, command line and package versions (as strings).
+    """ML-Agents' metadata keys (format version, start/end Unix seconds, ``sys.version``, the
+    command line, package versions; all strings) and ``agents_learn_version``.
 
-    Versions are read from installed package metadata, so torch is not imported for this.
+    ``mlagents_version`` is the ML-Agents release whose files we write (that of the installed
+    mlagents-envs, 0.28.0), as in training_status.json, so tools keyed on it read our runs as
+    that release's; ``agents_learn_version`` says which trainer wrote them. The Unity protocol
+    version (``communication_protocol_version``) is added by the run wiring, which may import
+    mlagents_envs' environment. Versions come from package metadata: torch is not imported.
     """
     meta = {
         "timer_format_version": TIMER_FORMAT_VERSION,
         "start_time_seconds": str(int(start_wall)),
-        "end_time_seconds": str(int(end_wall)),
         "python_version": sys.version,
         "command_line_arguments": " ".join(sys.argv),
     }
     for key, dist in (
-        ("agents_learn_version", "agents-learn"),
+        ("mlagents_version", "mlagents-envs"),
         ("mlagents_envs_version", "mlagents-envs"),
         ("pytorch_version", "torch"),
         ("numpy_version", "numpy"),
+        ("agents_learn_version", "agents-learn"),
     ):
         version = _version(dist)
         if version is not None:
             meta[key] = version
+    meta["end_time_seconds"] = str(int(end_wall))
     return meta
+
+
+def _ordered(meta: Mapping[str, str]) -> dict[str, str]:
+    """``meta`` with ML-Agents' keys first in its order, then ours, ``end_time_seconds`` last."""
+    first = [k for k in METADATA_ORDER if k in meta]
+    rest = [k for k in meta if k not in METADATA_ORDER and k != "end_time_seconds"]
+    last = ["end_time_seconds"] if "end_time_seconds" in meta else []
+    return {k: meta[k] for k in first + rest + last}
 
 
 def write_timers_json(
@@ -277,18 +347,18 @@ def write_timers_json(
 
 
 class GaugeWriter(StatsWriter):
-    """Feeds every written summary into ``timers`` gauges as ``<category>.<key>.mean`` and
-    ``.sum`` (key without ``/`` and spaces: ``3DBall.Environment.CumulativeReward.mean``)."""
+    """Feeds every written summary into ``timers`` gauges as ML-Agents' GaugeWriter names them:
+    ``<category>.<key>.mean`` and ``.sum`` with ``/`` turned into ``.`` and spaces dropped
+    (``3DBall.Environment.CumulativeReward.mean``, ``3DBall.Step.mean``: the trainer's step)."""
 
     def __init__(self, timers: Timers) -> None:
         self.timers = timers
 
     @staticmethod
-    def sanitize(key: str) -> str:
-        return key.replace("/", ".").replace(" ", "")
+    def sanitize(name: str) -> str:
+        return name.replace("/", ".").replace(" ", "")
 
     def write_stats(self, category: str, values: Mapping[str, StatsSummary], step: int) -> None:
         for key, summary in values.items():
-            base = f"{category}.{self.sanitize(key)}"
-            self.timers.set_gauge(f"{base}.mean", summary.mean)
-            self.timers.set_gauge(f"{base}.sum", summary.sum)
+            self.timers.set_gauge(self.sanitize(f"{category}.{key}.mean"), summary.mean)
+            self.timers.set_gauge(self.sanitize(f"{category}.{key}.sum"), summary.sum)

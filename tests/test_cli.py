@@ -82,7 +82,9 @@ def test_basic_trains_above_threshold_with_complete_results(tmp_path):
     assert written["env_settings"]["seed"] == 1 and written["env_settings"]["num_areas"] == 8
     assert written["behaviors"]["Basic"]["max_steps"] == 20_000
     timers = json.loads((run / "run_logs/timers.json").read_text())
-    assert "env_wait" in timers["children"] and "Basic.Environment.CumulativeReward.mean" in timers["gauges"]
+    learning = timers["children"]["TrainerController.start_learning"]["children"]
+    assert "env_step" in learning["TrainerController.advance"]["children"]  # ML-Agents' timer tree
+    assert {"Basic.Environment.CumulativeReward.mean", "Basic.Step.mean"} <= set(timers["gauges"])
     keys = {json.loads(line)["key"] for line in (run / "run_logs/stats.jsonl").read_text().splitlines()}
     assert {
         "Perf/mean_env_wait_ms",

@@ -8,7 +8,9 @@ import numpy as np
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from processors import AgentManager
 from stats import StatsAggregationMethod, StatsHub, StatsProperty, StatsReporter, TensorBoardWriter, tags
+from tests.steps import NO_TERMINALS, action_info, behavior_spec, fake_policy, vector_steps, vector_terminals
 
 
 def load(directory: Path) -> EventAccumulator:
@@ -83,11 +85,36 @@ def test_histogram_gets_hist_tag_and_mean_scalar(tmp_path: Path) -> None:
     assert sum(h.bucket) == 100.0 and h.bucket_limit[-1] == 100.0
 
 
-def test_hyperparameters_text_summary(tmp_path: Path) -> None:
+def test_episode_rewards_get_a_histogram_beside_the_mean(tmp_path: Path) -> None:
+    """As in ML-Agents' files: scalar ``Environment/Cumulative Reward`` (the window's mean) and
+    histogram ``Environment/Cumulative Reward_hist`` of the window's episode rewards."""
+    r = StatsReporter("Ball", StatsHub([TensorBoardWriter(tmp_path)]))
+    manager = AgentManager(fake_policy(behavior_spec()), "Ball?team=0", r, 100, threaded=False)
+    manager.add_experiences(vector_steps([1, 2, 3], [0, 0, 0], [0, 0, 0]), NO_TERMINALS, 0, None)
+    act = action_info([1, 2, 3], [[0.0]] * 3)
+    manager.add_experiences(vector_steps([1, 2, 3], [1, 1, 1], [1.0, 2.0, 6.0]), NO_TERMINALS, 0, act)
+    manager.add_experiences(vector_steps([], [], []), vector_terminals([1, 2, 3], [2, 2, 2], [0.0, 1.0, 3.0]), 0, act)
+    r.write_stats(500)
+    acc = load(tmp_path / "Ball")
+    assert scalars(acc, tags.CUMULATIVE_REWARD) == [(500, pytest.approx(13.0 / 3))]
+    assert acc.Tags()["histograms"] == [tags.CUMULATIVE_REWARD_HISTOGRAM] == ["Environment/Cumulative Reward_hist"]
+    [hist] = acc.Histograms(tags.CUMULATIVE_REWARD_HISTOGRAM)
+    h = hist.histogram_value
+    assert (hist.step, h.num, h.min, h.max, h.sum) == (500, 3.0, 1.0, 9.0, 13.0)
+    assert sum(h.bucket) == 3.0
+
+
+def test_hyperparameters_text_summary_tagged_as_ml_agents(tmp_path: Path) -> None:
+    """ML-Agents' add_text("Hyperparameters") lands as ``Hyperparameters/text_summary``: a text-plugin
+    one-element string tensor at step 0."""
     r = StatsReporter("B", StatsHub([TensorBoardWriter(tmp_path)]))
     r.add_property(StatsProperty.HYPERPARAMETERS, {"trainer_type": "ppo", "hyperparameters": {"batch_size": 64}})
     r.add_property(StatsProperty.IS_TRAINING, True)  # not drawn
-    [event] = load(tmp_path / "B").Tensors("Hyperparameters")
+    acc = load(tmp_path / "B")
+    assert acc.Tags()["tensors"] == ["Hyperparameters/text_summary"]
+    [event] = acc.Tensors("Hyperparameters/text_summary")
+    assert acc.SummaryMetadata("Hyperparameters/text_summary").plugin_data.plugin_name == "text"
+    assert [d.size for d in event.tensor_proto.tensor_shape.dim] == [1]
     text = event.tensor_proto.string_val[0].decode()
     assert event.step == 0
     assert "| trainer_type | ppo |" in text and "| hyperparameters.batch_size | 64 |" in text

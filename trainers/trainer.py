@@ -18,8 +18,9 @@ from typing import Any
 
 from processors.queue import AgentManagerQueue
 from processors.trajectory import Trajectory
-from stats import PerfKind, PerfStats, StatsReporter
-from stats.tags import IS_TRAINING
+from stats import PerfKind, PerfStats, StatsReporter, Timers, timed_method
+from stats.tags import IS_TRAINING, STEP
+from stats.timer_names import CHECKPOINT, PROCESS_TRAJECTORY, TRAINER_ADVANCE, UPDATE_POLICY
 from trainers import mlagents_checkpoint
 from trainers.algorithm import Algorithm
 from trainers.checkpoints import BehaviorCheckpoints, CheckpointRecord, load_state
@@ -64,6 +65,7 @@ class Trainer:
         self._last_checkpoint: CheckpointRecord | None = None
         self._recent_reward: float | None = None
         self.perf: PerfStats | None = None  # when set, every update is timed as PerfKind.UPDATE
+        self.timers = Timers()  # the controller hands over the run's (timers.json)
 
     @property
     def policy(self) -> TorchPolicy:
@@ -94,9 +96,18 @@ class Trainer:
 
     # ------------------------------------------------------------------ the loop
 
+    @timed_method(TRAINER_ADVANCE)
     def advance(self, timeout: float = 0.0) -> bool:
         """Take what the queues hold (waiting up to ``timeout`` s for the first item), update
         when due. Returns whether anything was done."""
+        worked = self._take_trajectories(timeout)
+        if self.should_still_train and self.algorithm.ready():
+            self._update()
+            worked = True
+        return worked
+
+    @timed_method(PROCESS_TRAJECTORY)
+    def _take_trajectories(self, timeout: float) -> bool:
         worked = False
         for trajectory_queue in self._trajectory_queues:
             for i in range(MAX_TRAJECTORIES_PER_ADVANCE):
@@ -108,19 +119,23 @@ class Trainer:
                 if self.should_still_train:
                     self.algorithm.add(trajectory)
                     self._increment_step(trajectory.length)
-        if self.should_still_train and self.algorithm.ready():
-            if self.perf is None:
-                update_stats = self.algorithm.update(self.step)
-            else:
-                with self.perf.measure(PerfKind.UPDATE):
-                    update_stats = self.algorithm.update(self.step)
-            for key, value in update_stats.items():
-                self.stats_reporter.add_stat(key, value)
-            self._publish_policy()
-            worked = True
         return worked
 
+    @timed_method(UPDATE_POLICY)
+    def _update(self) -> None:
+        if self.perf is None:
+            update_stats = self.algorithm.update(self.step)
+        else:
+            with self.perf.measure(PerfKind.UPDATE):
+                update_stats = self.algorithm.update(self.step)
+        for key, value in update_stats.items():
+            self.stats_reporter.add_stat(key, value)
+        self._publish_policy()
+
     def _increment_step(self, n: int) -> None:
+        """Count ``n`` steps; write the summary and checkpoint they reach. ``Step`` (hidden in
+        TensorBoard, gauge ``<Behavior>.Step.mean`` in timers.json) is set after the summary, so
+        a summary holds the step before the trajectory that reached it, as in ML-Agents."""
         self.step += n
         if self.step >= self._next_summary_step:
             self._write_summary(self._next_summary_step)
@@ -130,6 +145,7 @@ class Trainer:
             self.save_checkpoint()
             interval = self.settings.effective_checkpoint_interval
             self._next_checkpoint_step = (self.step // interval + 1) * interval
+        self.stats_reporter.set_stat(STEP, float(self.step))
 
     def _write_summary(self, step: int) -> None:
         self.stats_reporter.set_stat(IS_TRAINING, float(self.should_still_train))
@@ -155,6 +171,7 @@ class Trainer:
             **self.algorithm.state(),
         }
 
+    @timed_method(CHECKPOINT)
     def save_checkpoint(self) -> CheckpointRecord:
         """Write the step's checkpoint files; returns their record."""
         if self.checkpoints is None:

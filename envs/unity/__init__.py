@@ -14,7 +14,15 @@ from envs.unity import protocol as _protocol
 
 _protocol.install()
 
-__all__ = ["UnityEnvironment", "DEFAULT_MAX_MESSAGE_BYTES"]
+__all__ = ["UnityEnvironment", "DEFAULT_MAX_MESSAGE_BYTES", "api_version"]
+
+
+def api_version() -> str:
+    """The Unity communication protocol version spoken (mlagents_envs' ``UnityEnvironment.API_VERSION``,
+    "1.5.0"); loads the environment class."""
+    from envs.unity import environment
+
+    return str(environment.UnityEnvironment.API_VERSION)
 
 
 def __getattr__(name: str) -> Any:
