@@ -10,6 +10,7 @@ import attrs
 import pytest
 
 from orchestration import build_run
+from stats.timers import METADATA_ORDER
 from trainers.settings import load_run_options
 
 MAX_STEPS = 1200
@@ -89,17 +90,7 @@ def test_step_gauge_per_behavior_with_the_summary_gauges(timers_json: dict) -> N
 @pytest.mark.slow
 def test_metadata_as_mlagents_learn_writes_it(timers_json: dict) -> None:
     meta = timers_json["metadata"]
-    assert list(meta)[:9] == [
-        "timer_format_version",
-        "start_time_seconds",
-        "python_version",
-        "command_line_arguments",
-        "mlagents_version",
-        "mlagents_envs_version",
-        "communication_protocol_version",
-        "pytorch_version",
-        "numpy_version",
-    ]
+    assert list(meta)[: len(METADATA_ORDER)] == list(METADATA_ORDER)  # spelled out in test_stats_timers
     assert list(meta)[-1] == "end_time_seconds"
     assert (meta["timer_format_version"], meta["communication_protocol_version"]) == ("0.1.0", "1.5.0")
     assert int(meta["start_time_seconds"]) <= int(meta["end_time_seconds"])
