@@ -57,6 +57,12 @@ CASES = {
         NetworkSettings(hidden_units=16, num_layers=1, normalize=True, vis_encode_type="simple"),
         True,
     ),
+    "ResNet": (
+        spec([(24, 32, 1), (3,)], 1, (3,)),
+        NetworkSettings(hidden_units=16, num_layers=1, normalize=True, vis_encode_type="resnet"),
+        True,
+    ),
+    "ZeroLayers": (spec([(6,)], 0, (3,)), NetworkSettings(hidden_units=8, num_layers=0), False),
 }
 
 
@@ -96,9 +102,13 @@ def masks_of(out: dict) -> torch.Tensor | None:
     return out["masks"] if out["masks"].shape[1] else None
 
 
-def max_diff(ours: torch.Tensor, theirs: torch.Tensor) -> float:
+def mismatch(ours: torch.Tensor, theirs: torch.Tensor) -> float:
+    """max |ours - theirs| / (1 + |theirs|): the absolute difference for values up to about 1,
+    the relative one for larger values, whose float32 rounding grows with them. (ResNet's
+    encoding reaches 9.6 through 13 convolutions and differs from ML-Agents' by 8.6e-6: torch's
+    fused SiLU rounds unlike ML-Agents' x * sigmoid(x), and ML-Agents multiplies on one thread.)"""
     assert ours.shape == theirs.shape
-    return float((ours.double() - theirs.double()).abs().max())
+    return float(((ours.double() - theirs.double()).abs() / (1 + theirs.double().abs())).max())
 
 
 # ---------------------------------------------------------------- the layout
@@ -125,36 +135,47 @@ def test_initialize_from_an_mlagents_checkpoint_computes_what_mlagents_computed(
     actor, critic = trainer.algorithm.policy.actor, trainer.algorithm.critic
     obs, masks = out["obs"], masks_of(out)
     with torch.no_grad():
-        assert max_diff(actor.encoder(obs), out["encoding"]) < TOLERANCE
+        assert mismatch(actor.encoder(obs), out["encoding"]) < TOLERANCE
         dist = actor(obs, masks)
         continuous = out.get("continuous_actions", torch.zeros((len(obs[0]), 0)))
         discrete = out.get("discrete_actions", torch.zeros((len(obs[0]), 0), dtype=torch.int64))
         cont_log_probs, disc_log_probs, entropy = actor.evaluate_actions(obs, masks, continuous, discrete)
-        assert max_diff(entropy, out["entropy"]) < TOLERANCE
+        assert mismatch(entropy, out["entropy"]) < TOLERANCE
         if out["continuous_size"]:
-            assert max_diff(dist.mean, out["mean"]) < TOLERANCE  # the deterministic action
-            assert max_diff(cont_log_probs, out["continuous_log_probs"]) < TOLERANCE
+            assert mismatch(dist.mean, out["mean"]) < TOLERANCE  # the deterministic action
+            assert mismatch(cont_log_probs, out["continuous_log_probs"]) < TOLERANCE
         if out["discrete_branches"]:
             # ML-Agents takes log(p + 1e-7); probabilities compare without that offset's blow-up
-            assert max_diff(disc_log_probs.exp(), out["discrete_log_probs"].exp()) < TOLERANCE
+            assert mismatch(disc_log_probs.exp(), out["discrete_log_probs"].exp()) < TOLERANCE
             for ours, theirs in zip(dist.log_probs, out["probs"]):
-                assert max_diff(ours.exp(), theirs) < TOLERANCE
+                assert mismatch(ours.exp(), theirs) < TOLERANCE
             deterministic = actor.sample(obs, masks, deterministic=True).discrete
             assert torch.equal(deterministic, out["deterministic_discrete"])
         values = critic(obs)
-        assert max_diff(values["extrinsic"], out["values"]["extrinsic"]) < TOLERANCE
+        assert mismatch(values["extrinsic"], out["values"]["extrinsic"]) < TOLERANCE
 
 
-@pytest.mark.parametrize("case", ["3DBall", "Hybrid"])
+@pytest.mark.parametrize("case", ["3DBall", "Hybrid", "ResNet"])
 def test_imported_normalisers_continue_as_mlagents_would(case):
     trainer = make_trainer(case)
     trainer.initialize_from(FIXTURES / f"{case}.pt")
     update = expected(case)["normalizer_update"]
     normalizer = trainer.algorithm.policy.actor.encoder.inputs[update["index"]].normalizer
     normalizer.update(update["batch"])
-    assert max_diff(normalizer.mean, update["mean"]) < TOLERANCE
-    assert max_diff(normalizer.var, update["var"]) < TOLERANCE
+    assert mismatch(normalizer.mean, update["mean"]) < TOLERANCE
+    assert mismatch(normalizer.var, update["var"]) < TOLERANCE
     assert int(normalizer.count) == int(update["count"])
+
+
+@pytest.mark.parametrize(("case", "num_layers"), [("Basic", 0), ("ZeroLayers", 1)])
+def test_num_layers_0_and_1_are_the_same_network_in_both_trainers(case, num_layers):
+    # ML-Agents builds one hidden layer for num_layers 0 as for 1, in the actor and the critic
+    trainer = make_trainer(case, num_layers=num_layers)
+    trainer.initialize_from(FIXTURES / f"{case}.pt")
+    out = expected(case)
+    with torch.no_grad():
+        assert mismatch(trainer.algorithm.policy.actor.encoder(out["obs"]), out["encoding"]) < TOLERANCE
+        assert mismatch(trainer.algorithm.critic(out["obs"])["extrinsic"], out["values"]["extrinsic"]) < TOLERANCE
 
 
 def test_a_shared_mlagents_critic_fills_a_separate_one_exactly():
@@ -163,7 +184,7 @@ def test_a_shared_mlagents_critic_fills_a_separate_one_exactly():
     out = expected("3DBallShared")
     with torch.no_grad():
         values = trainer.algorithm.critic(out["obs"])["extrinsic"]
-    assert max_diff(values, out["values"]["extrinsic"]) < TOLERANCE
+    assert mismatch(values, out["values"]["extrinsic"]) < TOLERANCE
 
 
 def test_a_separate_mlagents_critic_cannot_be_shared_so_its_heads_start_fresh(caplog):
@@ -174,7 +195,7 @@ def test_a_separate_mlagents_critic_cannot_be_shared_so_its_heads_start_fresh(ca
     assert "does not fit behavior '3DBall'" in caplog.text and "starts from fresh weights" in caplog.text
     out = expected("3DBall")
     with torch.no_grad():
-        assert max_diff(trainer.algorithm.policy.actor(out["obs"]).mean, out["mean"]) < TOLERANCE
+        assert mismatch(trainer.algorithm.policy.actor(out["obs"]).mean, out["mean"]) < TOLERANCE
     for key, tensor in trainer.algorithm.critic.value_heads.state_dict().items():
         assert torch.equal(tensor, heads_before[key])
 
@@ -249,6 +270,12 @@ MISMATCHES = [
         {"vis_encode_type": "fully_connected"},
         ["vis_encode_type: simple in the checkpoint (observation 0), fully_connected configured"],
     ),
+    (
+        "ResNet",
+        {"vis_encode_type": "simple"},
+        ["vis_encode_type: resnet in the checkpoint (observation 0), simple configured"],
+    ),
+    ("ZeroLayers", {"num_layers": 2}, ["num_layers: 1 in the checkpoint, 2 configured"]),
 ]
 
 
@@ -268,14 +295,12 @@ def test_an_architecture_that_differs_is_one_error_naming_file_behavior_and_diff
         assert torch.equal(tensor, before[key])
 
 
-def test_resnet_and_sac_policies_are_named_as_such():
+def test_sac_policies_are_named_as_such():
     state = load_state(FIXTURES / "3DBall.pt")
     policy = dict(state["Policy"])
     sigma = policy.pop("action_model._continuous_distribution.log_sigma")
     policy["action_model._continuous_distribution.log_sigma.weight"] = sigma.new_zeros((2, 24))
     policy["action_model._continuous_distribution.log_sigma.bias"] = sigma.new_zeros(2)
-    policy["network_body.observation_encoder.processors.1.sequential.0.weight"] = torch.zeros(16, 1, 3, 3)
-    policy["network_body.observation_encoder.processors.1.dense.weight"] = torch.zeros(24, 32)
     trainer = make_trainer("3DBall")
     with pytest.raises(CheckpointError) as error:
         mlagents_checkpoint.import_weights(
@@ -288,7 +313,6 @@ def test_resnet_and_sac_policies_are_named_as_such():
         )
     message = str(error.value)
     assert "state-dependent sigma (a SAC policy)" in message
-    assert "observation 1 is encoded by ML-Agents' resnet" in message
 
 
 # ---------------------------------------------------------------- through the run wiring and the CLI

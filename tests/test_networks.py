@@ -109,6 +109,46 @@ def test_too_small_image_names_observation_and_minimum(kind):
     assert isinstance(info.value, ConfigError)
 
 
+def mlagents_resnet_side(n: int) -> int:
+    """ML-Agents' ResNetVisualEncoder: each of 3 stages max-pools 3x3, stride 2, unpadded
+    (``pool_out_shape``: (n - 3) // 2 + 1)."""
+    for _ in range(3):
+        n = (n - 3) // 2 + 1
+    return n
+
+
+@pytest.mark.parametrize(("h", "w", "flat"), [(15, 15, 32), (15, 16, 32), (24, 32, 192), (84, 84, 2592)])
+def test_resnet_flattens_to_mlagents_final_flat_size(h, w, flat):
+    # ML-Agents' final_flat_size = 32 * h' * w' (15 -> 7 -> 3 -> 1, 84 -> 41 -> 20 -> 9)
+    assert 32 * mlagents_resnet_side(h) * mlagents_resnet_side(w) == flat
+    settings = NetworkSettings(hidden_units=8, vis_encode_type=EncoderType.RESNET)
+    enc = ObservationEncoder([visual_spec(h, w, 3)], settings, generator=torch.Generator().manual_seed(0))
+    resnet = enc.inputs[0]
+    assert resnet.dense[0].in_features == flat
+    assert [m.padding for m in resnet.modules() if isinstance(m, torch.nn.MaxPool2d)] == [0, 0, 0]
+    # ML-Agents: relu(dense(...)), the dense layer drawn N(0, 1.41^2 / fan_in) with zero bias
+    assert isinstance(resnet.dense[1], torch.nn.ReLU)
+    assert torch.equal(resnet.dense[0].bias, torch.zeros(8))
+    assert float(resnet.dense[0].weight.detach().std()) == pytest.approx(1.41 / math.sqrt(flat), rel=0.15)
+    with torch.no_grad():
+        encoded = resnet(torch.rand(5, 3, h, w) * 10 - 5)
+    assert encoded.shape == (5, 8) and bool((encoded >= 0).all()) and bool((encoded == 0).any())
+
+
+@pytest.mark.parametrize("num_layers", [0, 1, 3])
+def test_num_layers_0_builds_one_hidden_layer_like_mlagents(num_layers):
+    # ML-Agents' LinearEncoder builds its first layer, then num_layers - 1 more: 0 and 1 alike
+    hidden = max(num_layers, 1)
+    settings = NetworkSettings(hidden_units=8, num_layers=num_layers)
+    actor = Actor([vector_spec(5), visual_spec(20, 20, 1)], settings, ActionSpec(1, (2,)))
+    critic = Critic([vector_spec(5), visual_spec(20, 20, 1)], settings, ["extrinsic"])
+    for network in (actor, critic):
+        layers = network.encoder.body.dense_layers
+        assert len(layers) == hidden and network.encoder.output_size == 8
+        assert [tuple(layer.weight.shape) for layer in layers] == [(8, 13)] + [(8, 8)] * (hidden - 1)
+    assert tuple(actor.mean_head.weight.shape) == (1, 8) and tuple(critic.value_heads.linear.weight.shape) == (1, 8)
+
+
 def test_uint8_images_are_scaled_like_float_images():
     enc = ObservationEncoder([visual_spec(20, 20, 1)], SMALL)
     pixels = torch.randint(0, 256, (3, 20, 20, 1), dtype=torch.uint8)

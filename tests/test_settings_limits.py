@@ -95,12 +95,23 @@ def test_reward_signal_networks_are_sized_too() -> None:
     )
 
 
-def test_zero_units_or_layers_are_refused() -> None:
+def test_zero_units_or_negative_layers_are_refused() -> None:
     data = {"behaviors": {"A": {"network_settings": {"hidden_units": 0, "num_layers": -1}}}}
     assert errors_of(structure_run_options, data) == {
         "behaviors.A.network_settings.hidden_units: must be > 0 (got 0)",
-        "behaviors.A.network_settings.num_layers: must be > 0 (got -1)",
+        "behaviors.A.network_settings.num_layers: must be >= 0 (got -1)",
     }
+
+
+def test_zero_layers_are_accepted_and_sized_as_one_like_mlagents() -> None:
+    # mlagents-learn builds one hidden layer for num_layers: 0 (its LinearEncoder always builds the first)
+    data = {"behaviors": {"A": {"network_settings": {"num_layers": 0}}}}
+    assert structure_run_options(data).behaviors["A"].network_settings.num_layers == 0
+    zero, one = NetworkSettings(hidden_units=64, num_layers=0), NetworkSettings(hidden_units=64, num_layers=1)
+    assert estimate_network_parameters(zero) == estimate_network_parameters(one) == 64 + 64 + 65
+    huge = {"behaviors": {"A": {"network_settings": {"hidden_units": 1_000_000_000, "num_layers": 0}}}}
+    (error,) = errors_of(structure_run_options, huge)
+    assert error.startswith("behaviors.A.network_settings: hidden_units (1000000000) x num_layers (0)")
 
 
 def test_parameter_estimate() -> None:

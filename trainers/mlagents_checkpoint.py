@@ -9,6 +9,9 @@ Our networks mirror ML-Agents' architecture, so the weights carry over by renami
 
     network_body.observation_encoder.processors.<i>.conv_layers.<k>.*  -> encoder.inputs.<i>.convs.<k>.*
     network_body.observation_encoder.processors.<i>.dense.0.*          -> encoder.inputs.<i>.dense.0.*
+      resnet: processors.<i>.sequential.<k>.* (convolutions)           -> encoder.inputs.<i>.convs.<k>.*
+              processors.<i>.sequential.<k>.layers.<j>.* (blocks)      -> encoder.inputs.<i>.convs.<k>.body.<j>.*
+              processors.<i>.dense.*                                   -> encoder.inputs.<i>.dense.0.*
     network_body.observation_encoder.processors.<i>.normalizer.
         running_mean                                                   -> encoder.inputs.<i>.normalizer.mean
         running_variance / normalization_steps                         -> encoder.inputs.<i>.normalizer.var
@@ -68,6 +71,11 @@ _EXPORT_CONSTANTS = frozenset(
 _PROCESSORS = "network_body.observation_encoder.processors."
 _PROCESSORS_ALIAS = "network_body.processors."  # the same modules, saved a second time
 _ENCODER_LAYER = re.compile(r"network_body\.observation_encoder\.processors\.(\d+)\.(conv_layers\.\d+|dense\.0)\.(\w+)")
+# ResNetVisualEncoder: ``sequential.<k>`` convolutions, ``sequential.<k>.layers.<j>`` inside its
+# residual blocks, and a bare Linear ``dense`` (the other encoders' ``dense`` is a Sequential).
+_RESNET_LAYER = re.compile(
+    r"network_body\.observation_encoder\.processors\.(\d+)\.(?:sequential\.(\d+)(?:\.layers\.(\d+))?|dense)\.(weight|bias)"
+)
 _NORMALIZER = re.compile(r"network_body\.observation_encoder\.processors\.(\d+)\.normalizer\.(\w+)")
 _HIDDEN_LAYER = re.compile(r"network_body\._body_endoder\.seq_layers\.(\d+)\.(\w+)")
 _MEAN_HEAD = re.compile(r"action_model\._continuous_distribution\.mu\.(\w+)")
@@ -172,6 +180,9 @@ def _translate(module: Mapping[str, Any]) -> _Network:
             continue
         elif m := _ENCODER_LAYER.fullmatch(key):
             net.add(f"encoder.inputs.{m[1]}.{m[2].replace('conv_layers', 'convs')}.{m[3]}", value, key)
+        elif m := _RESNET_LAYER.fullmatch(key):
+            layer = "dense.0" if m[2] is None else f"convs.{m[2]}" + ("" if m[3] is None else f".body.{m[3]}")
+            net.add(f"encoder.inputs.{m[1]}.{layer}.{m[4]}", value, key)
         elif (m := _NORMALIZER.fullmatch(key)) and m[2] in _NORMALIZER_PARTS:
             normalizers.setdefault(m[1], {})[m[2]] = value
         elif (m := _HIDDEN_LAYER.fullmatch(key)) and int(m[1]) % 2 == 0:  # odd indices: Swish, no weights
@@ -271,7 +282,7 @@ def _differences(
     )
     if layers:
         first = net.tensors[layers[0]]
-        if len(layers) != network.num_layers:
+        if len(layers) != max(network.num_layers, 1):  # 0 builds one layer, in both trainers
             found.append(f"num_layers: {len(layers)} in the checkpoint, {network.num_layers} configured")
         if first.shape[0] != network.hidden_units:
             found.append(f"hidden_units: {first.shape[0]} in the checkpoint, {network.hidden_units} configured")
@@ -288,12 +299,7 @@ def _differences(
         )
     configured = str(getattr(network.vis_encode_type, "value", network.vis_encode_type))
     for index, kind in _visual_encoders(policy).items():
-        if kind == "resnet":
-            found.append(
-                f"observation {index} is encoded by ML-Agents' resnet, which differs from agents-learn's "
-                "(pooling padding, output activation): its weights cannot carry over"
-            )
-        elif kind != configured:
+        if kind != configured:
             found.append(f"vis_encode_type: {kind} in the checkpoint (observation {index}), {configured} configured")
     return found
 

@@ -9,8 +9,9 @@ Shape convention: ``B`` batch rows; vector observations are [B, n]; visual obser
 Architecture (as ML-Agents' defaults, our own code): every observation is encoded on its own
 (vector: optional running normalisation, identity; visual: ``vis_encode_type`` encoder with
 ``hidden_units`` outputs), the encodings are concatenated and go through ``num_layers`` Linear
-layers of ``hidden_units`` with Swish (SiLU) activations. Visual encoders use LeakyReLU
-(``resnet``: Swish), as ML-Agents' do. Continuous actions: Gaussian with a learned
+layers of ``hidden_units`` with Swish (SiLU) activations (``num_layers`` 0 builds one layer,
+like 1, as ML-Agents' ``LinearEncoder`` does). Visual encoders use LeakyReLU (``resnet``: Swish
+inside, ReLU after its dense layer), as ML-Agents' do. Continuous actions: Gaussian with a learned
 state-independent log-std (no tanh; the env gets the sample clipped to [-3, 3] / 3).
 Discrete actions: one categorical per branch over masked logits. The entropy is ML-Agents':
 the mean of the continuous dimensions' entropies plus the sum of the branches' (the PPO bonus
@@ -163,13 +164,19 @@ class Normalizer(nn.Module):
 
 
 class MLP(nn.Module):
-    """``num_layers`` x (Linear(hidden_units) + Swish); with 0 layers, the identity."""
+    """``num_layers`` x (Linear(hidden_units) + Swish), [B, input_size] -> [B, hidden_units].
+
+    At least one layer: ``num_layers`` 0 (or less) builds one, exactly like 1, because
+    ML-Agents' ``LinearEncoder`` always builds the first layer and then ``num_layers - 1``
+    more. A configuration tuned with ``num_layers: 0`` in mlagents-learn so gets the network it
+    trained there.
+    """
 
     def __init__(self, input_size: int, hidden_units: int, num_layers: int) -> None:
         super().__init__()
         layers = []
         size = input_size
-        for _ in range(num_layers):
+        for _ in range(max(num_layers, 1)):
             layers.append(nn.Linear(size, hidden_units))
             size = hidden_units
         self.layers = nn.ModuleList(layers)
@@ -187,7 +194,9 @@ class MLP(nn.Module):
 
 
 class _ConvEncoder(nn.Module):
-    """Convolutions, flatten, Linear(output_size) + activation; input [B, C, H, W]."""
+    """Convolutions, flatten (channels, then rows, then columns, as ML-Agents' reshape of
+    [B, C, H, W]), Linear(output_size) + activation; input [B, C, H, W]. The Linear layer is
+    ``dense.0`` whatever the encoder (ML-Agents names resnet's ``dense``, the others' ``dense.0``)."""
 
     def __init__(
         self, convs: nn.Module, shape_chw: tuple[int, int, int], output_size: int, activation: type[nn.Module]
@@ -203,6 +212,9 @@ class _ConvEncoder(nn.Module):
 
 
 class _ResidualBlock(nn.Module):
+    """``x + conv(swish(conv(swish(x))))``, 3x3 convolutions keeping size and channels
+    (ML-Agents' ``ResNetBlock``; ``body.<j>`` is its ``layers.<j>``)."""
+
     def __init__(self, channels: int) -> None:
         super().__init__()
         self.body = nn.Sequential(
@@ -238,18 +250,22 @@ def _visual_encoder(kind: str, shape_chw: tuple[int, int, int], output_size: int
         convs = nn.Sequential(nn.Conv2d(c, 35, 3), nn.LeakyReLU(), nn.Conv2d(35, 144, 3), nn.LeakyReLU())
         return _ConvEncoder(convs, shape_chw, output_size, nn.LeakyReLU)
     if kind == "resnet":
+        # ML-Agents' ResNetVisualEncoder, module for module (``convs.<k>`` is its
+        # ``sequential.<k>``): three stages of conv 3x3 (padded), an unpadded 3x3 max-pool with
+        # stride 2 (each side (n - 3) // 2 + 1: 15 -> 7 -> 3 -> 1, 84 -> 41 -> 20 -> 9) and two
+        # residual blocks, then Swish; flattened to 32 * h * w, then dense + ReLU.
         stages: list[nn.Module] = []
         in_ch = c
         for out_ch in (16, 32, 32):
             stages += [
                 nn.Conv2d(in_ch, out_ch, 3, padding=1),
-                nn.MaxPool2d(3, stride=2, padding=1),
+                nn.MaxPool2d(3, stride=2),
                 _ResidualBlock(out_ch),
                 _ResidualBlock(out_ch),
             ]
             in_ch = out_ch
         stages.append(nn.SiLU())
-        return _ConvEncoder(nn.Sequential(*stages), shape_chw, output_size, nn.SiLU)
+        return _ConvEncoder(nn.Sequential(*stages), shape_chw, output_size, nn.ReLU)
     if kind == "fully_connected":
         return _ConvEncoder(nn.Identity(), shape_chw, output_size, nn.LeakyReLU)
     raise UnsupportedNetworkError(f"vis_encode_type {kind!r} is unknown; expected one of {', '.join(MIN_RESOLUTION)}")
@@ -275,8 +291,8 @@ def _describe(index: int, spec: ObservationSpec) -> str:
 class ObservationEncoder(nn.Module):
     """All observations of a behavior -> one [B, output_size] feature vector.
 
-    ``output_size`` is ``hidden_units`` (or the concatenated encodings' width when
-    ``num_layers`` is 0). Raises :class:`UnsupportedNetworkError` naming the observation for
+    ``output_size`` is ``hidden_units`` (``num_layers`` 0 builds one hidden layer, like 1: see
+    :class:`MLP`). Raises :class:`UnsupportedNetworkError` naming the observation for
     an image smaller than its encoder's minimum or an observation rank it cannot encode.
     """
 

@@ -106,7 +106,7 @@ class NetworkSettings:
 
     normalize: bool = False
     hidden_units: int = 128
-    num_layers: int = 2
+    num_layers: int = 2  # hidden layers; 0 builds one, like 1, as mlagents-learn does (networks.MLP)
     vis_encode_type: EncoderType = EncoderType.SIMPLE
     memory: MemorySettings | None = None
     goal_conditioning_type: ConditioningType = ConditioningType.HYPER

@@ -84,10 +84,11 @@ def _non_negative(c: _Checks, path: str, obj: Any, *names: str) -> None:
 def estimate_network_parameters(net: NetworkSettings, *, bodies: int = 1) -> int:
     """A lower bound on the parameters of ``bodies`` networks built from ``net``, whatever the
     observations: each body maps at least one input through ``num_layers`` Linear layers of
-    ``hidden_units`` (weights and biases) to at least one output; memory adds an LSTM of
-    ``memory_size / 2`` units. Visual encoders and wider inputs only add to it."""
-    h, layers = max(net.hidden_units, 0), max(net.num_layers, 0)
-    body = 2 * h + max(layers - 1, 0) * (h * h + h) + h + 1 if layers else 2
+    ``hidden_units`` (weights and biases; at least one, as ``num_layers`` 0 builds one) to at
+    least one output; memory adds an LSTM of ``memory_size / 2`` units. Visual encoders and
+    wider inputs only add to it."""
+    h, layers = max(net.hidden_units, 0), max(net.num_layers, 1)
+    body = 2 * h + (layers - 1) * (h * h + h) + h + 1
     if net.memory is not None and net.memory.memory_size > 0:
         m = net.memory.memory_size // 2
         body += 4 * m * (max(h, 1) + m + 2)
@@ -95,8 +96,11 @@ def estimate_network_parameters(net: NetworkSettings, *, bodies: int = 1) -> int
 
 
 def _check_network(c: _Checks, path: str, net: NetworkSettings, *, bodies: int = 1) -> None:
-    _positive(c, path, net, "hidden_units", "num_layers")
-    if net.hidden_units > 0 and net.num_layers > 0:
+    _positive(c, path, net, "hidden_units")
+    # num_layers 0 is accepted and builds one hidden layer, as in mlagents-learn (its
+    # LinearEncoder always builds the first layer); a negative count is a typo.
+    _non_negative(c, path, net, "num_layers")
+    if net.hidden_units > 0 and net.num_layers >= 0:
         params = estimate_network_parameters(net, bodies=bodies)
         if params >= MAX_NETWORK_PARAMETERS:
             size = params * BYTES_PER_TRAINED_PARAMETER / 2**30
