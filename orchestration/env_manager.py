@@ -86,7 +86,6 @@ class EnvManager:
         self.runtimes: dict[str, BehaviorRuntime] = {}
         self._last_action: dict[tuple[int, str], ActionInfo] = {}
         self._has_stepped: set[int] = set()
-        self.env_steps = 0
         self.agent_steps = 0
         self.agent_steps_by_behavior: dict[str, int] = defaultdict(int)
         self.restart_count = 0
@@ -98,6 +97,11 @@ class EnvManager:
             return
         self.pool.start()
         self._started = True
+
+    @property
+    def env_steps(self) -> int:
+        """Worker steps processed so far (counted once, by ``perf``)."""
+        return self.perf.env_steps_total()
 
     def _load_policies(self) -> None:
         for runtime in self.runtimes.values():
@@ -135,7 +139,6 @@ class EnvManager:
         with self.perf.measure(PerfKind.ENV_WAIT), self.timers.scope(STEP_WORKERS):
             for result in results:
                 self.pool.step(result.worker_id, actions.get(result.worker_id, {}))
-        self.env_steps += len(results)
         self.perf.add_env_steps(len(results))
         return len(results)
 
