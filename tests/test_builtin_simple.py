@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from mlagents_envs.base_env import ActionTuple
+from mlagents_envs.base_env import ActionTuple, DimensionProperty, ObservationType
 
 from envs.builtin import make_env
 from envs.builtin.checks import StepChecker, random_action, rollout
@@ -87,3 +87,78 @@ def test_options_from_environment_parameters_and_errors():
     assert env.behavior_specs[SIMPLE].action_spec.discrete_branches == (2, 2, 2)
     with pytest.raises(ValueError, match="at least one action"):
         make_env("Simple", seed=0, continuous_size=0)
+
+
+def goal_filled(obs: np.ndarray, shape: tuple[int, ...], goals: np.ndarray) -> bool:
+    """Whether ``obs`` is float32 [n, *shape] with row i filled with ``goals[i]``."""
+    expected = np.broadcast_to(goals.reshape((-1,) + (1,) * len(shape)), (len(goals),) + shape)
+    return obs.dtype == np.float32 and obs.shape == (len(goals),) + shape and np.array_equal(obs, expected)
+
+
+@pytest.mark.parametrize(
+    "options, shapes",
+    [
+        (dict(num_visual=1, num_vector=0), [(20, 20, 3)]),
+        (dict(num_visual=2, num_vector=1), [(1,), (20, 20, 3), (20, 20, 3)]),
+        (dict(num_visual=1, vis_obs_size=(36, 36, 3), num_vector=2, vec_obs_size=3), [(3,), (3,), (36, 36, 3)]),
+        (dict(num_visual=1, num_vector=0, vis_obs_size=(5, 5, 5)), [(5, 5, 5)]),
+    ],
+)
+def test_visual_and_vector_observations_hold_the_goal(options, shapes):
+    env = make_env("Simple", seed=1, num_areas=8, step_size=1.0, **options)
+    spec = env.behavior_specs[SIMPLE]
+    assert [o.shape for o in spec.observation_specs] == shapes
+    for o in spec.observation_specs:
+        visual = (DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,) * 2 + (DimensionProperty.NONE,)
+        assert o.dimension_property == (visual if len(o.shape) == 3 else (DimensionProperty.NONE,))
+        assert o.observation_type == ObservationType.DEFAULT
+    seen = set()
+    for _ in range(6):  # step_size 1: every episode ends after one decision, with a new goal
+        decision, terminal = env.get_steps(SIMPLE)
+        goals = env._goal[np.arange(8)].astype(np.float32)  # the goal of every decision row
+        assert len(decision.obs) == len(shapes)
+        assert all(goal_filled(obs, shape, goals) for obs, shape in zip(decision.obs, shapes))
+        assert all(obs.shape == (len(terminal),) + shape for obs, shape in zip(terminal.obs, shapes))
+        assert all(np.isin(obs, [-1.0, 1.0]).all() for obs in terminal.obs)
+        seen.update(goals.tolist())
+        env.set_actions(SIMPLE, ActionTuple(continuous=np.ones((len(decision), 1), np.float32)))
+        env.step()
+    assert seen == {-1.0, 1.0}
+    assert len(env.episode_returns) == 6 * 8
+
+
+def test_default_observation_is_one_goal_float():
+    env = make_env("Simple", seed=0)
+    assert [o.shape for o in env.behavior_specs[SIMPLE].observation_specs] == [(1,)]
+    obs = env.get_steps(SIMPLE)[0].obs
+    assert len(obs) == 1 and obs[0].dtype == np.float32 and obs[0].tolist() == [[env._goal[0]]]
+
+
+def test_observation_options_from_environment_parameters():
+    params = {"num_vector": 0, "num_visual": 2, "vis_obs_height": 8, "vis_obs_width": 6, "vis_obs_channels": 1}
+    env = make_env("Simple", seed=0, env_parameters=params)
+    assert [o.shape for o in env.behavior_specs[SIMPLE].observation_specs] == [(8, 6, 1), (8, 6, 1)]
+    env = make_env("Simple", seed=0, env_parameters={"num_visual": 1, "vec_obs_size": 4, "vis_obs_width": 7})
+    assert [o.shape for o in env.behavior_specs[SIMPLE].observation_specs] == [(4,), (20, 7, 3)]
+    # constructor options win, and a constructor vis_obs_size overrides all three parameters
+    env = make_env("Simple", seed=0, num_visual=1, vis_obs_size=(5, 5, 5), env_parameters={"num_visual": 3, **params})
+    assert [o.shape for o in env.behavior_specs[SIMPLE].observation_specs] == [(5, 5, 5)]
+
+
+@pytest.mark.parametrize(
+    "options, word",
+    [
+        (dict(num_visual=-1), "num_visual"),
+        (dict(num_vector=1.5), "num_vector"),
+        (dict(vec_obs_size=0), "vec_obs_size"),
+        (dict(num_visual=1, vis_obs_size=(20, 20)), "vis_obs_size"),
+        (dict(num_visual=1, vis_obs_size=(20, 0, 3)), "vis_obs_size"),
+        (dict(num_visual=1, vis_obs_size=20), "vis_obs_size"),
+        (dict(env_parameters={"num_visual": 1, "vis_obs_channels": 2.5}), "vis_obs_channels"),
+        (dict(env_parameters={"num_vector": -2}), "num_vector"),
+        (dict(num_vector=0), "at least one observation"),
+    ],
+)
+def test_bad_observation_options_name_the_option(options, word):
+    with pytest.raises(ValueError, match=word):
+        make_env("Simple", seed=0, **options)

@@ -34,15 +34,16 @@ def make_env(
     worker_id: int = 0,
     env_parameters: Mapping[str, float] | None = None,
     num_areas: int = 1,
-    **options: float,
+    **options: float | tuple[int, ...],
 ) -> BuiltinEnv:
     """Build the built-in environment ``name`` (a ``builtin:`` prefix is accepted), already reset.
 
     seed, worker_id: together they pick the random stream (same pair -> same episodes;
     each worker of a run gets its own). env_parameters: initial EnvironmentParameters values.
     num_areas: copies of the training area (agents multiply). options: constructor options of
-    environments that have them (``Simple``: continuous_size, discrete_branches...). Raises UnknownBuiltinEnvError
-    (a ValueError) naming the available environments.
+    environments that have them (``Simple``: continuous_size, discrete_branches, num_visual,
+    vis_obs_size as an (H, W, C) tuple...). Raises UnknownBuiltinEnvError (a ValueError) naming
+    the available environments.
     """
     key = name[len(BUILTIN_PREFIX) :] if name.startswith(BUILTIN_PREFIX) else name
     registry = _registry()
