@@ -25,7 +25,6 @@ from stats import PerfStats, StatsHub, StatsProperty, StatsReporter, Timers, tim
 from stats.tags import STEP
 from stats.timer_names import ADVANCE, RESET_ENV, SAVE_MODELS, START_LEARNING
 from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus
-from trainers.policy import TorchPolicy
 from trainers.registry import TrainerRegistry
 from trainers.settings import RunOptions, TrainerSettings
 from trainers.trainer import Trainer, TrainerThread
@@ -118,8 +117,7 @@ class TrainerController:
         trainer = self.trainers.get(name)
         if trainer is None:
             trainer = self._create_trainer(name, spec, settings)
-        policy = TorchPolicy(spec, settings.network_settings, seed=self.seed + 1, device="cpu")
-        policy.load_weights(trainer.policy.get_weights())
+        policy = trainer.policy.inference_copy(seed=self.seed + 1, device="cpu")
         threaded = settings.threaded and not self.inference
         manager = AgentManager(policy, behavior_id, self.reporters[name], settings.time_horizon, threaded=threaded)
         trainer.subscribe_trajectory_queue(manager.trajectory_queue)
@@ -143,7 +141,7 @@ class TrainerController:
         )
         if self.resume or self.inference:
             if checkpoints.latest_path.exists():
-                trainer.resume()
+                trainer.resume(replay_buffer=not self.inference)
                 logger.info("Resuming %s from step %d (%s)", name, trainer.step, checkpoints.latest_path)
             elif self.resume:
                 logger.warning("Behavior %s has no checkpoint in %s; it starts from scratch.", name, self.run_dir)

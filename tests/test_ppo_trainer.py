@@ -325,11 +325,11 @@ def test_unsupported_reward_signal_is_named():
 
 def test_registry_names_missing_trainer_type():
     registry = TrainerRegistry.with_plugins()
-    with pytest.raises(UnknownTrainerTypeError, match="'sac' has no trainer.*available: ppo"):
+    with pytest.raises(UnknownTrainerTypeError, match="'poca' has no trainer.*available: ppo, sac"):
         registry.create(
             behavior_name="Walker",
             behavior_spec=SPEC,
-            settings=settings(trainer_type="sac"),
+            settings=settings(trainer_type="poca"),
             stats_reporter=StatsReporter("Walker"),
             checkpoints=None,
             seed=0,

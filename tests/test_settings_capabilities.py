@@ -21,7 +21,7 @@ from trainers.settings import (
 
 CONFIGS = MLAGENTS_CONFIGS
 ALL_CONFIGS = sorted(CONFIGS.glob("*/*.yaml"))
-PPO_ONLY = frozenset({"ppo"})
+BUILTIN = frozenset({"ppo", "sac"})  # the trainer types agents-learn implements
 
 # Every example config of ML-Agents that needs something agents-learn lacks, and what.
 REFUSED = {
@@ -43,19 +43,19 @@ REFUSED = {
         "behaviors.Pyramids.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section",
     ],
     "poca/DungeonEscape.yaml": [
-        "behaviors.DungeonEscape.trainer_type: 'poca' has no trainer yet (available: ppo)",
+        "behaviors.DungeonEscape.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
     ],
     "poca/PushBlockCollab.yaml": [
-        "behaviors.PushBlockCollab.trainer_type: 'poca' has no trainer yet (available: ppo)",
+        "behaviors.PushBlockCollab.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
     ],
     "poca/SoccerTwos.yaml": [
-        "behaviors.SoccerTwos.trainer_type: 'poca' has no trainer yet (available: ppo)",
+        "behaviors.SoccerTwos.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
         "behaviors.SoccerTwos.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
     ],
     "poca/StrikersVsGoalie.yaml": [
-        "behaviors.Goalie.trainer_type: 'poca' has no trainer yet (available: ppo)",
+        "behaviors.Goalie.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
         "behaviors.Goalie.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
-        "behaviors.Striker.trainer_type: 'poca' has no trainer yet (available: ppo)",
+        "behaviors.Striker.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
         "behaviors.Striker.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
     ],
     "ppo/3DBall_randomize.yaml": [
@@ -78,44 +78,11 @@ REFUSED = {
         "environment_parameters.big_wall_height: curricula are not supported yet (4 lessons); use a constant value",
         "environment_parameters.small_wall_height: curricula are not supported yet (4 lessons); use a constant value",
     ],
-    "sac/3DBall.yaml": [
-        "behaviors.3DBall.trainer_type: 'sac' has no trainer yet (available: ppo)",
-    ],
-    "sac/3DBallHard.yaml": [
-        "behaviors.3DBallHard.trainer_type: 'sac' has no trainer yet (available: ppo)",
-    ],
-    "sac/Basic.yaml": [
-        "behaviors.Basic.trainer_type: 'sac' has no trainer yet (available: ppo)",
-    ],
-    "sac/Crawler.yaml": [
-        "behaviors.Crawler.trainer_type: 'sac' has no trainer yet (available: ppo)",
-    ],
-    "sac/FoodCollector.yaml": [
-        "behaviors.GridFoodCollector.trainer_type: 'sac' has no trainer yet (available: ppo)",
-    ],
-    "sac/GridWorld.yaml": [
-        "behaviors.GridWorld.trainer_type: 'sac' has no trainer yet (available: ppo)",
-    ],
     "sac/Hallway.yaml": [
-        "behaviors.Hallway.trainer_type: 'sac' has no trainer yet (available: ppo)",
         "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section",
     ],
-    "sac/PushBlock.yaml": [
-        "behaviors.PushBlock.trainer_type: 'sac' has no trainer yet (available: ppo)",
-    ],
     "sac/Pyramids.yaml": [
-        "behaviors.Pyramids.trainer_type: 'sac' has no trainer yet (available: ppo)",
         "behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
-    ],
-    "sac/Walker.yaml": [
-        "behaviors.Walker.trainer_type: 'sac' has no trainer yet (available: ppo)",
-    ],
-    "sac/WallJump.yaml": [
-        "behaviors.BigWallJump.trainer_type: 'sac' has no trainer yet (available: ppo)",
-        "behaviors.SmallWallJump.trainer_type: 'sac' has no trainer yet (available: ppo)",
-    ],
-    "sac/Worm.yaml": [
-        "behaviors.Worm.trainer_type: 'sac' has no trainer yet (available: ppo)",
     ],
 }
 ACCEPTED = [
@@ -132,6 +99,16 @@ ACCEPTED = [
     "ppo/Walker.yaml",
     "ppo/WallJump.yaml",
     "ppo/Worm.yaml",
+    "sac/3DBall.yaml",
+    "sac/3DBallHard.yaml",
+    "sac/Basic.yaml",
+    "sac/Crawler.yaml",
+    "sac/FoodCollector.yaml",
+    "sac/GridWorld.yaml",
+    "sac/PushBlock.yaml",
+    "sac/Walker.yaml",
+    "sac/WallJump.yaml",
+    "sac/Worm.yaml",
 ]
 
 
@@ -141,27 +118,27 @@ def config_id(path: Path) -> str:
 
 def test_every_example_config_is_either_refused_or_accepted() -> None:
     assert sorted([*REFUSED, *ACCEPTED]) == [config_id(p) for p in ALL_CONFIGS]
-    assert all(name.startswith("ppo/") for name in ACCEPTED)
-    assert {name for name in REFUSED if name.startswith(("sac/", "poca/", "imitation/"))} == {
-        config_id(p) for p in ALL_CONFIGS if not config_id(p).startswith("ppo/")
+    assert all(name.startswith(("ppo/", "sac/")) for name in ACCEPTED)
+    assert {name for name in REFUSED if name.startswith(("poca/", "imitation/"))} == {
+        config_id(p) for p in ALL_CONFIGS if config_id(p).startswith(("poca/", "imitation/"))
     }
 
 
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=config_id)
 def test_example_config_capabilities(path: Path) -> None:
     options = load_run_options(path)
-    assert check_capabilities(options, PPO_ONLY) == REFUSED.get(config_id(path), [])
+    assert check_capabilities(options, BUILTIN) == REFUSED.get(config_id(path), [])
 
 
 @pytest.mark.parametrize("name", ACCEPTED)
-def test_ppo_configs_that_should_train_pass_the_raising_check(name: str) -> None:
-    require_capabilities(load_run_options(CONFIGS / name), PPO_ONLY)
+def test_configs_that_should_train_pass_the_raising_check(name: str) -> None:
+    require_capabilities(load_run_options(CONFIGS / name), BUILTIN)
 
 
 def test_raising_wrapper_lists_every_problem_together() -> None:
     options = load_run_options(CONFIGS / "poca/StrikersVsGoalie.yaml")
     with pytest.raises(UnsupportedFeatureError) as info:
-        require_capabilities(options, PPO_ONLY)
+        require_capabilities(options, BUILTIN)
     assert isinstance(info.value, ConfigError)
     lines = str(info.value).splitlines()
     assert lines[0] == "4 things in the run configuration are not supported yet:"
@@ -171,7 +148,7 @@ def test_raising_wrapper_lists_every_problem_together() -> None:
 def test_one_problem_is_one_line() -> None:
     options = load_run_options(CONFIGS / "ppo/Hallway.yaml")
     with pytest.raises(UnsupportedFeatureError) as info:
-        require_capabilities(options, PPO_ONLY)
+        require_capabilities(options, BUILTIN)
     assert str(info.value) == (
         "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; "
         "remove the memory section"
@@ -179,9 +156,14 @@ def test_one_problem_is_one_line() -> None:
 
 
 def test_plugin_trainer_types_are_allowed_and_own_their_components() -> None:
-    options = load_run_options(CONFIGS / "sac/Pyramids.yaml")
-    # With a sac plugin installed, sac trains; its gail signal is the plugin's business.
-    assert check_capabilities(options, {"ppo", "sac"}) == []
+    plugin = {"behaviors": {"P": {"trainer_type": "poca", "reward_signals": {"curiosity": {}}}}}
+    # With a poca plugin installed, poca trains; its curiosity signal is the plugin's business.
+    assert check_capabilities(structure_run_options(plugin), {"ppo", "sac", "poca"}) == []
+    assert check_capabilities(structure_run_options(plugin), BUILTIN) == [
+        "behaviors.P.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
+        "behaviors.P.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic "
+        "is); remove it",
+    ]
     # Memory and self-play are run-wide machinery: refused for plugin types too.
     hallway = load_run_options(CONFIGS / "sac/Hallway.yaml")
     assert check_capabilities(hallway, {"ppo", "sac"}) == [
@@ -199,13 +181,13 @@ def test_default_settings_are_checked_since_they_train_unlisted_behaviors() -> N
     options = structure_run_options(
         {
             "default_settings": {
-                "trainer_type": "sac",
+                "trainer_type": "poca",
                 "network_settings": {"memory": {"memory_size": 16}},
             }
         }
     )
-    assert check_capabilities(options, PPO_ONLY) == [
-        "default_settings.trainer_type: 'sac' has no trainer yet (available: ppo)",
+    assert check_capabilities(options, BUILTIN) == [
+        "default_settings.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
         "default_settings.network_settings.memory: recurrent memory (LSTM) is not supported yet; "
         "remove the memory section",
     ]
@@ -213,12 +195,12 @@ def test_default_settings_are_checked_since_they_train_unlisted_behaviors() -> N
 
 def test_unused_extrinsic_network_settings_are_refused_when_set() -> None:
     data = {"behaviors": {"A": {"reward_signals": {"extrinsic": {"network_settings": {"hidden_units": 64}}}}}}
-    assert check_capabilities(structure_run_options(data), PPO_ONLY) == [
+    assert check_capabilities(structure_run_options(data), BUILTIN) == [
         "behaviors.A.reward_signals.extrinsic.network_settings: the extrinsic reward has no "
         "network, so these settings would be ignored; remove them"
     ]
     default = {"behaviors": {"A": {"reward_signals": {"extrinsic": {"network_settings": {}}}}}}
-    assert check_capabilities(structure_run_options(default), PPO_ONLY) == []
+    assert check_capabilities(structure_run_options(default), BUILTIN) == []
 
 
 def test_constants_and_one_lesson_constant_curricula_are_accepted() -> None:
@@ -244,7 +226,7 @@ def test_constants_and_one_lesson_constant_curricula_are_accepted() -> None:
             },
         }
     )
-    assert check_capabilities(options, PPO_ONLY) == [
+    assert check_capabilities(options, BUILTIN) == [
         "environment_parameters.noise: samplers are not supported yet (gaussian); use a constant value",
         "environment_parameters.spread: samplers are not supported yet (multirangeuniform); use a constant value",
     ]
@@ -261,7 +243,7 @@ def test_behavioral_cloning_and_self_play_sections_are_never_ignored() -> None:
             }
         }
     )
-    assert check_capabilities(options, PPO_ONLY) == [
+    assert check_capabilities(options, BUILTIN) == [
         "behaviors.A.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
         "behaviors.A.behavioral_cloning: behavioral cloning is not supported yet; remove the "
         "behavioral_cloning section",
@@ -327,7 +309,7 @@ def bc_and_gail(demo: str) -> dict:
 def test_a_demo_path_that_does_not_exist_is_refused_with_its_key_path(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError) as error:
-        require_capabilities(structure_run_options(bc_and_gail("Demos/Expert.demo")), PPO_ONLY)
+        require_capabilities(structure_run_options(bc_and_gail("Demos/Expert.demo")), BUILTIN)
     assert not isinstance(error.value, UnsupportedFeatureError)
     lines = str(error.value).splitlines()
     assert lines[0] == "4 things in the run configuration cannot run:"
@@ -344,13 +326,13 @@ def test_demo_folders_and_files(tmp_path, monkeypatch) -> None:
     (tmp_path / "Demos").mkdir()
     options = structure_run_options({"behaviors": {"A": {"behavioral_cloning": {"demo_path": "Demos"}}}})
     with pytest.raises(ConfigError, match="Demos is a folder with no .demo files in it"):
-        require_capabilities(options, PPO_ONLY)
+        require_capabilities(options, BUILTIN)
     (tmp_path / "Demos" / "notes.txt").write_text("")
     options = structure_run_options({"behaviors": {"A": {"behavioral_cloning": {"demo_path": "Demos/notes.txt"}}}})
     with pytest.raises(ConfigError, match="Demos/notes.txt is not a .demo file"):
-        require_capabilities(options, PPO_ONLY)
+        require_capabilities(options, BUILTIN)
     (tmp_path / "Demos" / "Expert.demo").write_bytes(b"")
     for demo in ("Demos", "Demos/Expert.demo"):
         options = structure_run_options({"behaviors": {"A": {"behavioral_cloning": {"demo_path": demo}}}})
         with pytest.raises(UnsupportedFeatureError, match="^behaviors.A.behavioral_cloning: behavioral cloning"):
-            require_capabilities(options, PPO_ONLY)
+            require_capabilities(options, BUILTIN)

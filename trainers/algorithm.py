@@ -8,7 +8,7 @@ trajectories into updates of its policy.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from mlagents_envs.base_env import BehaviorSpec
@@ -39,6 +39,18 @@ class Algorithm(Protocol):
     def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
         """Restore :meth:`state`; ``weights_only``: networks only, fresh optimiser (init_path).
         Raises KeyError/RuntimeError when the state does not fit the networks."""
+
+
+@runtime_checkable
+class KeepsReplayBuffer(Protocol):
+    """An off-policy algorithm whose replay buffer may be saved beside its checkpoints (SAC's
+    ``save_replay_buffer``), so ``--resume`` continues with the experience it had."""
+
+    def replay_buffer_state(self) -> dict[str, Any] | None:
+        """The buffer's contents to write (tensors and plain data), or None when not asked to."""
+
+    def load_replay_buffer(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`replay_buffer_state`; ValueError when it does not fit the behavior."""
 
 
 class AlgorithmFactory(Protocol):

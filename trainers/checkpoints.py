@@ -32,6 +32,9 @@ logger = logging.getLogger(__name__)
 
 STATUS_FORMAT_VERSION = "0.3.0"
 LATEST_CHECKPOINT = "checkpoint.pt"
+# The replay buffer saved with the latest checkpoint (``save_replay_buffer``), one file per
+# behavior, replaced at every checkpoint as ML-Agents' ``last_replay_buffer.hdf5`` is.
+REPLAY_BUFFER_FILE = "last_replay_buffer.pt"
 
 
 def _version(distribution: str) -> str:
@@ -166,6 +169,25 @@ class BehaviorCheckpoints:
                 except FileNotFoundError:
                     pass
         return record
+
+    @property
+    def replay_buffer_path(self) -> Path:
+        return self.directory / REPLAY_BUFFER_FILE
+
+    def save_replay_buffer(self, step: int, state: dict[str, Any]) -> None:
+        """Write the replay buffer of the checkpoint at ``step`` (replacing the previous one)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        _atomic_torch_save({"step": int(step), "replay_buffer": state}, self.replay_buffer_path)
+        logger.info("Saved the replay buffer to %s", self.replay_buffer_path)
+
+    def load_replay_buffer(self) -> tuple[int, dict[str, Any]] | None:
+        """(step it was saved at, contents), or None when no replay buffer was saved."""
+        if not self.replay_buffer_path.exists():
+            return None
+        saved = load_state(self.replay_buffer_path)
+        if "replay_buffer" not in saved:
+            raise CheckpointError(f"{self.replay_buffer_path}: not a saved replay buffer")
+        return int(saved.get("step", -1)), saved["replay_buffer"]
 
     def save_final(self, record: CheckpointRecord) -> Path:
         """Copy the last checkpoint's ONNX model to ``run_dir/<B>.onnx`` and record it."""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import torch
 from torch import Tensor
+from torch.nn import functional as F
 
 # A disallowed discrete action's logit: far below any real logit, so its probability is
 # exactly 0 in float32 after the softmax, yet finite so that 0 * logit stays 0 (no NaN).
@@ -36,6 +37,19 @@ def standard_normal_log_prob(z: Tensor) -> Tensor:
     """Log-density of standard-normal draws ``z``, elementwise. A sample ``mean + z * std``
     has log-prob ``standard_normal_log_prob(z) - log_std`` (cheaper than from the sample)."""
     return -0.5 * z * z - _HALF_LOG_2PI
+
+
+def tanh_log_abs_det(u: Tensor) -> Tensor:
+    """``log |d tanh(u) / du|`` = ``log(1 - tanh(u)^2)``, elementwise, written as
+    ``2 (log 2 - u - softplus(-2u))`` so it stays finite where tanh(u) rounds to +-1. A
+    tanh-squashed sample ``tanh(u)`` has log-prob ``log_prob(u) - tanh_log_abs_det(u)``."""
+    return 2.0 * (math.log(2.0) - u - F.softplus(-2.0 * u))
+
+
+def atanh_clamped(actions: Tensor, epsilon: float = 1e-6) -> Tensor:
+    """The pre-squash value of tanh-squashed ``actions``, clamped inside (-1, 1) first so an
+    action of exactly +-1 maps to a finite value."""
+    return torch.atanh(torch.clamp(actions, -1.0 + epsilon, 1.0 - epsilon))
 
 
 def gaussian_entropy(log_std: Tensor) -> Tensor:

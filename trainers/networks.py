@@ -34,6 +34,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from trainers.distributions import (
+    atanh_clamped,
     branch_log_probs,
     categorical_entropy,
     gather_log_probs,
@@ -41,6 +42,7 @@ from trainers.distributions import (
     gaussian_log_prob,
     mask_logits,
     standard_normal_log_prob,
+    tanh_log_abs_det,
 )
 from trainers.exceptions import ConfigError
 
@@ -57,6 +59,10 @@ class UnsupportedNetworkError(ConfigError):
 NORMALIZATION_CLIP = 5.0
 # Added to the variance before the square root, so a constant feature normalises to 0.
 NORMALIZATION_EPSILON = 1e-8
+
+# A state-dependent log-std (``conditional_sigma``) is clamped to this range, as ML-Agents does.
+LOG_STD_MIN = -20.0
+LOG_STD_MAX = 2.0
 
 # Smallest image side (pixels) each visual encoder accepts (ML-Agents' documented minimums).
 MIN_RESOLUTION = {"simple": 20, "nature_cnn": 36, "resnet": 15, "match3": 5, "fully_connected": 1}
@@ -301,11 +307,13 @@ class ObservationEncoder(nn.Module):
         observation_specs: Sequence[ObservationSpec],
         network_settings: NetworkSettings,
         *,
+        extra_inputs: int = 0,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
         if len(observation_specs) == 0:
             raise UnsupportedNetworkError("the behavior has no observations to encode")
+        self.extra_inputs = int(extra_inputs)
         hidden = int(network_settings.hidden_units)
         kind = str(getattr(network_settings.vis_encode_type, "value", network_settings.vis_encode_type))
         self.visual = tuple(len(spec.shape) == 3 for spec in observation_specs)
@@ -356,12 +364,25 @@ class ObservationEncoder(nn.Module):
                 )
                 raise UnsupportedNetworkError(f"{_describe(i, spec)}: {what}")
         self.inputs = nn.ModuleList(inputs)
-        self.body = MLP(total, hidden, int(network_settings.num_layers))
+        self.inputs_width = total
+        self.body = MLP(total + self.extra_inputs, hidden, int(network_settings.num_layers))
         self.output_size = self.body.output_size
         _init_encoder(self, generator)
 
-    def forward(self, obs: Sequence[Tensor], *, channels_first: bool = False) -> Tensor:
-        """``obs``: one tensor per observation spec, in spec order -> [B, output_size]."""
+    def forward(self, obs: Sequence[Tensor], *, channels_first: bool = False, extra: Tensor | None = None) -> Tensor:
+        """``obs``: one tensor per observation spec, in spec order -> [B, output_size].
+        ``extra``: [B, extra_inputs] joined to the encoded observations before the hidden
+        layers (a Q network's continuous actions, as ML-Agents feeds them)."""
+        h = self.encode_inputs(obs, channels_first=channels_first)
+        if self.extra_inputs:
+            if extra is None:
+                raise ValueError(f"this encoder takes {self.extra_inputs} extra inputs; none given")
+            h = torch.cat([h, extra], dim=1)
+        return self.body(h)
+
+    def encode_inputs(self, obs: Sequence[Tensor], *, channels_first: bool = False) -> Tensor:
+        """Every observation's own encoding, joined: the hidden layers' input [B, inputs_width]
+        (without the extra inputs)."""
         encoded = []
         for x, is_visual, encoder in zip(obs, self.visual, self.inputs):
             if is_visual:
@@ -370,8 +391,15 @@ class ObservationEncoder(nn.Module):
                 if not channels_first:
                     x = x.permute(0, 3, 1, 2)
             encoded.append(encoder(x))
-        h = encoded[0] if len(encoded) == 1 else torch.cat(encoded, dim=1)
-        return self.body(h)
+        return encoded[0] if len(encoded) == 1 else torch.cat(encoded, dim=1)
+
+    def normalize(self, obs: Sequence[Tensor]) -> list[Tensor]:
+        """The observations as this encoder's normalisers see them (vector ones normalised,
+        the rest as given): for networks that share this encoder's statistics (SAC's critics)."""
+        return [
+            encoder.normalizer(x) if isinstance(encoder, _VectorInput) and encoder.normalizer is not None else x
+            for x, encoder in zip(obs, self.inputs)
+        ]
 
     @torch.no_grad()
     def update_normalization(self, obs: Sequence[Tensor]) -> None:
@@ -387,15 +415,15 @@ class ObservationEncoder(nn.Module):
 class ActionDistribution(NamedTuple):
     """The actor's action distribution for a batch. Empty widths where the spec lacks a kind."""
 
-    mean: Tensor  # [B, c] Gaussian means
-    log_std: Tensor  # [1, c] state-independent log standard deviations
+    mean: Tensor  # [B, c] Gaussian means (before any tanh squashing)
+    log_std: Tensor  # [1, c] state-independent log standard deviations, or [B, c] (conditional_sigma)
     log_probs: tuple[Tensor, ...]  # one [B, n_i] normalised (masked) log-probs per branch
 
 
 class ActorOutput(NamedTuple):
     """Actions sampled (or chosen deterministically) for a batch, with their statistics."""
 
-    continuous: Tensor  # [B, c] float, unclipped sample (or the mean)
+    continuous: Tensor  # [B, c] float, unclipped sample (or the mean); tanh of it when tanh_squash
     discrete: Tensor  # [B, b] int64 indices
     continuous_log_probs: Tensor  # [B, c]
     discrete_log_probs: Tensor  # [B, b] log-prob of the chosen index per branch
@@ -403,7 +431,12 @@ class ActorOutput(NamedTuple):
 
 
 class Actor(nn.Module):
-    """Observations (+ action masks) -> action distribution; see the module docstring."""
+    """Observations (+ action masks) -> action distribution; see the module docstring.
+
+    ``conditional_sigma``: the continuous log-std is a head on the features (clamped to
+    [-20, 2]) instead of a free parameter; ``tanh_squash``: continuous actions are
+    ``tanh`` of the Gaussian sample, already in [-1, 1]. SAC's actor has both, as ML-Agents'.
+    """
 
     def __init__(
         self,
@@ -411,11 +444,15 @@ class Actor(nn.Module):
         network_settings: NetworkSettings,
         action_spec: ActionSpec,
         *,
+        conditional_sigma: bool = False,
+        tanh_squash: bool = False,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
         self.continuous_size = int(action_spec.continuous_size)
         self.discrete_branches = tuple(int(n) for n in action_spec.discrete_branches)
+        self.conditional_sigma = bool(conditional_sigma)
+        self.tanh_squash = bool(tanh_squash)
         if self.continuous_size == 0 and not self.discrete_branches:
             raise UnsupportedNetworkError("the behavior's action spec has no actions")
         if any(n < 1 for n in self.discrete_branches):
@@ -425,7 +462,11 @@ class Actor(nn.Module):
         if self.continuous_size:
             self.mean_head = nn.Linear(hidden, self.continuous_size)
             _init_dense(self.mean_head, CONTINUOUS_HEAD_GAIN, generator)
-            self.log_std = nn.Parameter(torch.zeros(1, self.continuous_size))
+            if self.conditional_sigma:
+                self.log_std_head = nn.Linear(hidden, self.continuous_size)
+                _init_dense(self.log_std_head, CONTINUOUS_HEAD_GAIN, generator)
+            else:
+                self.log_std = nn.Parameter(torch.zeros(1, self.continuous_size))
         if self.discrete_branches:
             self.logits_head = nn.Linear(hidden, sum(self.discrete_branches))
             _init_dense(self.logits_head, DISCRETE_HEAD_GAIN, generator)
@@ -436,7 +477,11 @@ class Actor(nn.Module):
         """``masks``: [B, m] bool/float, True/1 = allowed, or None (all allowed)."""
         h = self.encoder(obs, channels_first=channels_first)
         if self.continuous_size:
-            mean, log_std = self.mean_head(h), self.log_std
+            mean = self.mean_head(h)
+            if self.conditional_sigma:
+                log_std = torch.clamp(self.log_std_head(h), LOG_STD_MIN, LOG_STD_MAX)
+            else:
+                log_std = self.log_std
         else:
             mean = log_std = h.new_zeros((h.shape[0], 0))
         log_probs: tuple[Tensor, ...] = ()
@@ -444,6 +489,36 @@ class Actor(nn.Module):
             logits = mask_logits(self.logits_head(h), masks)
             log_probs = branch_log_probs(logits, self.discrete_branches)
         return ActionDistribution(mean, log_std, log_probs)
+
+    def continuous_sample(
+        self, dist: ActionDistribution, deterministic: bool = False, *, generator: torch.Generator | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Continuous actions [B, c] drawn from ``dist`` (``deterministic``: the mode) and their
+        log-probs [B, c]. Reparameterised (``mean + noise * std``), so differentiable in the
+        network's outputs, as SAC's policy loss needs."""
+        mean, log_std = dist.mean, dist.log_std
+        if deterministic:
+            u = mean
+            log_probs = standard_normal_log_prob(torch.zeros_like(mean)) - log_std
+        else:
+            noise = torch.randn(mean.shape, generator=generator, dtype=mean.dtype, device=mean.device)
+            u = mean + noise * torch.exp(log_std)
+            log_probs = standard_normal_log_prob(noise) - log_std
+        if self.tanh_squash:
+            return torch.tanh(u), log_probs - tanh_log_abs_det(u)
+        return u, log_probs
+
+    def entropy(self, dist: ActionDistribution) -> Tensor:
+        """[B] mean over continuous dimensions + sum over branches (nats), as ML-Agents (of
+        the Gaussian before any squashing)."""
+        batch = dist.mean.shape[0]
+        if self.continuous_size:
+            entropy = gaussian_entropy(dist.log_std).mean(dim=1).expand(batch)
+        else:
+            entropy = dist.mean.new_zeros(batch)
+        for lp in dist.log_probs:
+            entropy = entropy + categorical_entropy(lp)
+        return entropy
 
     def sample(
         self,
@@ -457,19 +532,10 @@ class Actor(nn.Module):
         log-probs and entropy. ``generator`` makes the draws reproducible."""
         dist = self(obs, masks)
         batch = dist.mean.shape[0]
-        mean, log_std = dist.mean, dist.log_std
         if self.continuous_size:
-            if deterministic:
-                continuous = mean
-                cont_log_probs = gaussian_log_prob(continuous, mean, log_std)
-            else:
-                noise = torch.randn(mean.shape, generator=generator, dtype=mean.dtype, device=mean.device)
-                continuous = mean + noise * torch.exp(log_std)
-                cont_log_probs = standard_normal_log_prob(noise) - log_std
-            entropy = gaussian_entropy(log_std).mean(dim=1).expand(batch)
+            continuous, cont_log_probs = self.continuous_sample(dist, deterministic, generator=generator)
         else:
-            continuous = cont_log_probs = mean
-            entropy = mean.new_zeros(batch)
+            continuous = cont_log_probs = dist.mean
         if self.discrete_branches:
             if deterministic:
                 discrete = torch.cat([lp.argmax(dim=1, keepdim=True) for lp in dist.log_probs], dim=1)
@@ -478,12 +544,10 @@ class Actor(nn.Module):
                     [torch.multinomial(torch.exp(lp), 1, generator=generator) for lp in dist.log_probs], dim=1
                 )
             disc_log_probs = gather_log_probs(dist.log_probs, discrete)
-            for lp in dist.log_probs:
-                entropy = entropy + categorical_entropy(lp)
         else:
-            discrete = torch.zeros((batch, 0), dtype=torch.int64, device=mean.device)
-            disc_log_probs = mean.new_zeros((batch, 0))
-        return ActorOutput(continuous, discrete, cont_log_probs, disc_log_probs, entropy)
+            discrete = torch.zeros((batch, 0), dtype=torch.int64, device=dist.mean.device)
+            disc_log_probs = dist.mean.new_zeros((batch, 0))
+        return ActorOutput(continuous, discrete, cont_log_probs, disc_log_probs, self.entropy(dist))
 
     def evaluate_actions(
         self, obs: Sequence[Tensor], masks: Tensor | None, continuous: Tensor, discrete: Tensor
@@ -493,18 +557,18 @@ class Actor(nn.Module):
         dist = self(obs, masks)
         batch = dist.mean.shape[0]
         if self.continuous_size:
-            cont_log_probs = gaussian_log_prob(continuous, dist.mean, dist.log_std)
-            entropy = gaussian_entropy(dist.log_std).mean(dim=1).expand(batch)
+            if self.tanh_squash:
+                u = atanh_clamped(continuous)
+                cont_log_probs = gaussian_log_prob(u, dist.mean, dist.log_std) - tanh_log_abs_det(u)
+            else:
+                cont_log_probs = gaussian_log_prob(continuous, dist.mean, dist.log_std)
         else:
             cont_log_probs = dist.mean
-            entropy = dist.mean.new_zeros(batch)
         if self.discrete_branches:
             disc_log_probs = gather_log_probs(dist.log_probs, discrete)
-            for lp in dist.log_probs:
-                entropy = entropy + categorical_entropy(lp)
         else:
             disc_log_probs = dist.mean.new_zeros((batch, 0))
-        return cont_log_probs, disc_log_probs, entropy
+        return cont_log_probs, disc_log_probs, self.entropy(dist)
 
     def update_normalization(self, obs: Sequence[Tensor]) -> None:
         """Merge a batch of observations into the encoder's normalisers."""
@@ -538,6 +602,10 @@ class ValueHeads(nn.Module):
         values = self.linear(h)
         return {name: values[:, i] for i, name in enumerate(self.stream_names)}
 
+    def stacked(self, h: Tensor) -> Tensor:
+        """[B, S]: the values as columns, in stream order."""
+        return self.linear(h)
+
 
 class Critic(nn.Module):
     """Observations -> one value estimate per reward signal, with its own encoder/normaliser."""
@@ -561,6 +629,10 @@ class Critic(nn.Module):
     def forward(self, obs: Sequence[Tensor], *, channels_first: bool = False) -> dict[str, Tensor]:
         """-> {reward signal name: values [B]}."""
         return self.value_heads(self.encoder(obs, channels_first=channels_first))
+
+    def stacked(self, obs: Sequence[Tensor]) -> Tensor:
+        """[B, S]: the value estimates as columns, in stream order."""
+        return self.value_heads.stacked(self.encoder(obs))
 
     def update_normalization(self, obs: Sequence[Tensor]) -> None:
         """Merge a batch of observations into the encoder's normalisers."""

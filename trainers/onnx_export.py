@@ -7,7 +7,8 @@ continuous-only model has no mask input, as ML-Agents' pruned exports); no ``rec
 (memory size 0). Outputs in order: ``version_number`` [1] = 3, ``memory_size`` [1] = 0, then
 for continuous actions ``continuous_actions`` (a Gaussian sample clipped to [-3, 3] / 3),
 ``continuous_action_output_shape`` [1], ``deterministic_continuous_actions`` (the mean,
-clipped and scaled the same way); for discrete actions ``discrete_actions`` [batch, b] int64
+clipped and scaled the same way; a tanh-squashed SAC actor outputs ``tanh`` of the sample
+and of the mean instead, already in [-1, 1]); for discrete actions ``discrete_actions`` [batch, b] int64
 sampled indices, ``discrete_action_output_shape`` [1, b] (branch sizes),
 ``deterministic_discrete_actions`` (argmax). Observation normalisation is inside the graph.
 
@@ -70,11 +71,14 @@ class _ExportableActor(nn.Module):
         outputs: list[Tensor] = [self.version_number, self.memory_size]
         if self.actor.continuous_size:
             sample = dist.mean + torch.randn_like(dist.mean) * torch.exp(dist.log_std)
-            outputs += [
-                torch.clamp(sample, -ACTION_CLIP, ACTION_CLIP) / ACTION_CLIP,
-                self.continuous_shape,
-                torch.clamp(dist.mean, -ACTION_CLIP, ACTION_CLIP) / ACTION_CLIP,
-            ]
+            if self.actor.tanh_squash:
+                outputs += [torch.tanh(sample), self.continuous_shape, torch.tanh(dist.mean)]
+            else:
+                outputs += [
+                    torch.clamp(sample, -ACTION_CLIP, ACTION_CLIP) / ACTION_CLIP,
+                    self.continuous_shape,
+                    torch.clamp(dist.mean, -ACTION_CLIP, ACTION_CLIP) / ACTION_CLIP,
+                ]
         if self.actor.discrete_branches:
             outputs += [
                 torch.cat([torch.multinomial(torch.exp(lp), 1) for lp in dist.log_probs], dim=1),

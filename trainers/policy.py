@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from trainers.settings import NetworkSettings
 
 # Unity's actuators expect [-1, 1]; samples are clipped to [-3, 3] and scaled by 1/3, as
-# ML-Agents and the ONNX contract do.
+# ML-Agents and the ONNX contract do (a tanh-squashed actor's samples are already in range).
 ACTION_CLIP = 3.0
 
 
@@ -37,8 +37,9 @@ class TorchPolicy:
     """Actor + sampling for one behavior.
 
     ``seed`` fixes the initial weights and the stream of sampled actions (None: random).
-    ``memory_size`` is always 0: recurrent memory is not supported yet and asking for it
-    raises :class:`RecurrentMemoryNotSupportedError`.
+    ``conditional_sigma``/``tanh_squash``: the actor's continuous head (see
+    :class:`trainers.networks.Actor`; SAC sets both). ``memory_size`` is always 0: recurrent
+    memory is not supported yet and asking for it raises :class:`RecurrentMemoryNotSupportedError`.
     """
 
     def __init__(
@@ -48,6 +49,8 @@ class TorchPolicy:
         *,
         seed: int | None = None,
         device: str | torch.device = "cpu",
+        conditional_sigma: bool = False,
+        tanh_squash: bool = False,
     ) -> None:
         if network_settings.memory is not None:
             raise RecurrentMemoryNotSupportedError(
@@ -66,10 +69,26 @@ class TorchPolicy:
             behavior_spec.observation_specs,
             network_settings,
             behavior_spec.action_spec,
+            conditional_sigma=conditional_sigma,
+            tanh_squash=tanh_squash,
             generator=seeding.generator(self.seed, Stream.POLICY_INIT),
         )
         self.actor.to(self.device).eval()
         self._generator = seeding.generator(self.seed, Stream.POLICY_SAMPLING, self.device)
+
+    def inference_copy(self, *, seed: int, device: str | torch.device = "cpu") -> TorchPolicy:
+        """A policy of the same kind with this one's current weights, acting from its own
+        stream ``seed`` on ``device`` (the env manager's copy; the trainer keeps training this one)."""
+        copy = TorchPolicy(
+            self.behavior_spec,
+            self.network_settings,
+            seed=seed,
+            device=device,
+            conditional_sigma=self.actor.conditional_sigma,
+            tanh_squash=self.actor.tanh_squash,
+        )
+        copy.load_weights(self.get_weights())
+        return copy
 
     def reseed(self, seed: int) -> None:
         """Restart the stream of sampled actions from ``seed`` (weights unchanged)."""
@@ -129,8 +148,11 @@ class TorchPolicy:
             )
             continuous = out.continuous.cpu().numpy()
             discrete = out.discrete.to(torch.int32).cpu().numpy()
-            # float32 clip and divide, the same arithmetic as the exported graph's
-            env_continuous = np.clip(continuous, -ACTION_CLIP, ACTION_CLIP) / np.float32(ACTION_CLIP)
+            if self.actor.tanh_squash:
+                env_continuous = continuous  # already in [-1, 1]
+            else:
+                # float32 clip and divide, the same arithmetic as the exported graph's
+                env_continuous = np.clip(continuous, -ACTION_CLIP, ACTION_CLIP) / np.float32(ACTION_CLIP)
             info = ActionInfo(
                 agent_ids=agent_ids,
                 env_actions=ActionTuple(continuous=env_continuous, discrete=discrete),

@@ -23,6 +23,7 @@ from trainers.algorithm import AlgorithmFactory
 from trainers.checkpoints import BehaviorCheckpoints
 from trainers.exceptions import ConfigError, UnknownTrainerTypeError
 from trainers.ppo import PPO
+from trainers.sac import SAC
 from trainers.settings import TrainerSettings, builtin_hyperparameter_types
 from trainers.trainer import Trainer
 
@@ -37,7 +38,7 @@ class TrainerPluginError(ConfigError):
 
 def builtin_algorithms() -> dict[str, AlgorithmFactory]:
     """The trainer types agents-learn itself implements."""
-    return {"ppo": PPO}
+    return {"ppo": PPO, "sac": SAC}
 
 
 class TrainerRegistry:

@@ -22,6 +22,8 @@ class Stream(enum.IntEnum):
     POLICY_SAMPLING = 2
     CRITIC_INIT = 3
     SHUFFLE = 4
+    REPLAY_SAMPLING = 5
+    UPDATE_NOISE = 6
 
 
 def stream_seed(seed: int, stream: Stream) -> int:

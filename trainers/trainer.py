@@ -22,7 +22,7 @@ from stats import PerfKind, PerfStats, StatsReporter, Timers, timed_method
 from stats.tags import IS_TRAINING, STEP
 from stats.timer_names import CHECKPOINT, PROCESS_TRAJECTORY, TRAINER_ADVANCE, UPDATE_POLICY
 from trainers import mlagents_checkpoint
-from trainers.algorithm import Algorithm
+from trainers.algorithm import Algorithm, KeepsReplayBuffer
 from trainers.checkpoints import BehaviorCheckpoints, CheckpointRecord, load_state
 from trainers.exceptions import CheckpointError, TrainerError
 from trainers.onnx_export import export_policy_onnx
@@ -176,6 +176,10 @@ class Trainer:
         """Write the step's checkpoint files; returns their record."""
         if self.checkpoints is None:
             raise CheckpointError(f"{self.behavior_name}: this trainer has no checkpoint folder")
+        if isinstance(self.algorithm, KeepsReplayBuffer):
+            replay = self.algorithm.replay_buffer_state()
+            if replay is not None:  # before checkpoint.pt: a resume never finds an older buffer
+                self.checkpoints.save_replay_buffer(self.step, replay)
         self._last_checkpoint = self.checkpoints.save(
             self.step, self.checkpoint_state(), functools.partial(export_policy_onnx, self.policy), self._recent_reward
         )
@@ -191,9 +195,10 @@ class Trainer:
             record = self.save_checkpoint()
         return self.checkpoints.save_final(record)
 
-    def resume(self) -> None:
+    def resume(self, *, replay_buffer: bool = True) -> None:
         """Continue from the behavior's latest checkpoint: weights, optimiser, normalisers,
-        step (and with it every schedule), elapsed time."""
+        step (and with it every schedule), elapsed time, and the replay buffer saved with it
+        (``replay_buffer``: False for a run that only acts, --inference)."""
         if self.checkpoints is None:
             raise CheckpointError(f"{self.behavior_name}: this trainer has no checkpoint folder")
         path = self.checkpoints.latest_path
@@ -202,12 +207,40 @@ class Trainer:
             raise mlagents_checkpoint.resume_refusal(path, self.checkpoints.run_dir.name)
         self._load(state, path, weights_only=False, what="--resume")
         self.step = int(state["step"])
+        if replay_buffer:
+            self._load_replay_buffer()
         self.elapsed_before = float(state.get("elapsed_seconds", 0.0))
         self._session_start = time.monotonic()
         summary, checkpoint = self.settings.summary_freq, self.settings.effective_checkpoint_interval
         self._next_summary_step = (self.step // summary + 1) * summary
         self._next_checkpoint_step = (self.step // checkpoint + 1) * checkpoint
         self._publish_policy()
+
+    def _load_replay_buffer(self) -> None:
+        if self.checkpoints is None or not isinstance(self.algorithm, KeepsReplayBuffer):
+            return
+        saved = self.checkpoints.load_replay_buffer()
+        if saved is None:
+            return
+        step, state = saved
+        path = self.checkpoints.replay_buffer_path
+        if step != self.step:
+            logger.warning(
+                "%s was saved at step %d, the checkpoint at step %d (a run stopped while saving?); "
+                "%s continues with it, but not exactly as the run would have.",
+                path,
+                step,
+                self.step,
+                self.behavior_name,
+            )
+        try:
+            self.algorithm.load_replay_buffer(state)
+        except (KeyError, ValueError) as error:
+            raise CheckpointError(
+                f"{path}: does not fit behavior {self.behavior_name!r} as configured ({error}); delete it to "
+                "resume with an empty replay buffer"
+            ) from None
+        logger.info("Loaded the replay buffer of %s from %s", self.behavior_name, path)
 
     def initialize_from(self, path: str | Path) -> None:
         """Start from another run's weights (``init_path``); step and optimiser start fresh.

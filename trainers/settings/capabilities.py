@@ -45,7 +45,7 @@ from trainers.settings.schema import (
 from trainers.settings.text import short_repr
 
 # Trainer types implemented in agents-learn itself, whose components are known here.
-OWN_TRAINER_TYPES = frozenset({"ppo"})
+OWN_TRAINER_TYPES = frozenset({"ppo", "sac"})
 
 # Reward signals the built-in trainers implement.
 SUPPORTED_REWARD_SIGNALS = frozenset({RewardSignalType.EXTRINSIC})

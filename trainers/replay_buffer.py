@@ -1,0 +1,203 @@
+"""SAC's replay buffer: preallocated arrays, a ring of ``capacity`` transitions.
+
+Each field is one tensor with transitions on axis 0, allocated once (observations when the
+first trajectory shows their dtype: uint8 images stay uint8). A trajectory is written with
+one slice assignment per field (two where it wraps around the end); a minibatch is one
+``index_select`` per field at indices drawn uniformly, with replacement, from a seeded
+``torch.Generator``. Nothing is done per transition in Python.
+
+The oldest transitions are overwritten once the ring is full, so it always holds the
+``capacity`` most recent ones (ML-Agents instead cuts its list back to 80% of
+``buffer_size`` whenever it overflows, so it holds between 80% and 100%).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from processors.trajectory import Trajectory
+
+
+class ReplayBatch(NamedTuple):
+    """Transitions for SAC's losses; ``[B]`` transitions on axis 0 of every tensor."""
+
+    obs: tuple[Tensor, ...]  # one [B, *shape] per sensor
+    next_obs: tuple[Tensor, ...]  # what followed each transition (for the target value)
+    action_masks: Tensor  # [B, m] bool, True = allowed (when ``obs`` was seen)
+    continuous_actions: Tensor  # [B, c] as the policy produced them
+    discrete_actions: Tensor  # [B, b] int64
+    rewards: Tensor  # [B, S] one column per reward signal, strength applied
+    dones: Tensor  # [B] float, 1 where the episode truly ended (nothing to bootstrap)
+
+    def to(self, device: torch.device) -> ReplayBatch:
+        if device.type == "cpu":
+            return self
+        return ReplayBatch(
+            obs=tuple(o.to(device) for o in self.obs),
+            next_obs=tuple(o.to(device) for o in self.next_obs),
+            action_masks=self.action_masks.to(device),
+            continuous_actions=self.continuous_actions.to(device),
+            discrete_actions=self.discrete_actions.to(device),
+            rewards=self.rewards.to(device),
+            dones=self.dones.to(device),
+        )
+
+
+# The fields of the storage besides the observations, in state-dict order.
+_FIELDS = ("action_masks", "continuous_actions", "discrete_actions", "rewards", "dones")
+
+
+class ReplayBuffer:
+    """The ``capacity`` most recent transitions of one behavior (see the module docstring).
+
+    ``streams``: reward signals (columns of ``rewards``).
+    """
+
+    def __init__(
+        self,
+        capacity: int,
+        obs_shapes: Sequence[tuple[int, ...]],
+        continuous_size: int,
+        discrete_branches: Sequence[int],
+        streams: int,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError(f"a replay buffer needs room for at least one transition, got capacity {capacity}")
+        self.capacity = int(capacity)
+        self._obs_shapes = [tuple(int(s) for s in shape) for shape in obs_shapes]
+        self._obs: list[Tensor | None] = [None] * len(self._obs_shapes)
+        self._next_obs: list[Tensor | None] = [None] * len(self._obs_shapes)
+        self._fields: dict[str, Tensor] = {
+            "action_masks": torch.zeros((capacity, int(sum(discrete_branches))), dtype=torch.bool),
+            "continuous_actions": torch.zeros((capacity, continuous_size)),
+            "discrete_actions": torch.zeros((capacity, len(discrete_branches)), dtype=torch.int64),
+            "rewards": torch.zeros((capacity, streams)),
+            "dones": torch.zeros(capacity),
+        }
+        self._size = 0
+        self._next = 0  # the row the next transition goes to
+
+    def __len__(self) -> int:
+        return self._size
+
+    @property
+    def bytes_per_transition(self) -> int:
+        """Memory (and ``save_replay_buffer`` disk) per stored transition, once allocated."""
+        obs = sum(int(o[0].numel() * o.element_size()) for o in (*self._obs, *self._next_obs) if o is not None)
+        return obs + sum(int(t[0].numel() * t.element_size()) for t in self._fields.values())
+
+    # ------------------------------------------------------------------ writing
+
+    def add(self, trajectory: Trajectory, rewards: np.ndarray) -> None:
+        """Store ``trajectory``'s T transitions with their per-signal ``rewards`` [T, S].
+
+        The last transition is done only when the episode truly ended: an interrupted
+        (max-step) ending or a time-horizon cut bootstraps from ``next_obs``.
+        """
+        n = trajectory.length
+        dones = np.zeros(n, np.float32)
+        dones[-1] = float(trajectory.terminated)
+        columns: dict[str, np.ndarray] = {
+            "action_masks": trajectory.action_masks,
+            "continuous_actions": trajectory.continuous_actions,
+            "discrete_actions": trajectory.discrete_actions,
+            "rewards": np.asarray(rewards, np.float32).reshape(n, -1),
+            "dones": dones,
+        }
+        obs = list(trajectory.obs)
+        next_obs = [np.concatenate([o[1:], nxt[None]]) for o, nxt in zip(trajectory.obs, trajectory.next_obs)]
+        start = 0
+        if n > self.capacity:  # only the newest ``capacity`` rows can stay
+            start = n - self.capacity
+        for lo, hi, row in self._spans(start, n):
+            for i in range(len(obs)):
+                self._obs_storage(self._obs, i, obs[i])[row : row + hi - lo] = torch.from_numpy(obs[i][lo:hi])
+                self._obs_storage(self._next_obs, i, next_obs[i])[row : row + hi - lo] = torch.from_numpy(
+                    next_obs[i][lo:hi]
+                )
+            for name, column in columns.items():
+                self._fields[name][row : row + hi - lo] = torch.from_numpy(np.ascontiguousarray(column[lo:hi]))
+        self._next = (self._next + n - start) % self.capacity
+        self._size = min(self._size + n - start, self.capacity)
+
+    def _spans(self, start: int, end: int) -> list[tuple[int, int, int]]:
+        """(source start, source end, buffer row) pieces for rows ``start:end`` of a
+        trajectory written from ``self._next``, split where the ring wraps."""
+        room = self.capacity - self._next
+        count = end - start
+        if count <= room:
+            return [(start, end, self._next)]
+        return [(start, start + room, self._next), (start + room, end, 0)]
+
+    def _obs_storage(self, storage: list[Tensor | None], i: int, sample: np.ndarray) -> Tensor:
+        stored = storage[i]
+        if stored is None:
+            dtype = torch.uint8 if sample.dtype == np.uint8 else torch.float32
+            stored = storage[i] = torch.zeros((self.capacity, *self._obs_shapes[i]), dtype=dtype)
+        return stored
+
+    # ------------------------------------------------------------------ sampling
+
+    def sample(self, batch_size: int, generator: torch.Generator) -> ReplayBatch:
+        """``batch_size`` transitions drawn uniformly with replacement (on the CPU)."""
+        if self._size == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        # rows 0 .. size-1 are filled (until the ring is full, then all of them are)
+        rows = torch.randint(self._size, (batch_size,), generator=generator)
+        fields = {name: tensor.index_select(0, rows) for name, tensor in self._fields.items()}
+        return ReplayBatch(
+            obs=tuple(o.index_select(0, rows) for o in self._obs if o is not None),
+            next_obs=tuple(o.index_select(0, rows) for o in self._next_obs if o is not None),
+            **fields,
+        )
+
+    # ------------------------------------------------------------------ saving
+
+    def state(self) -> dict[str, Any]:
+        """The stored transitions, oldest first, as tensors (for ``save_replay_buffer``)."""
+        order = torch.arange(self._size)
+        if self._size == self.capacity:
+            order = (order + self._next) % self.capacity
+        state: dict[str, Any] = {"capacity": self.capacity, "size": self._size}
+        for name, tensor in self._fields.items():
+            state[name] = tensor.index_select(0, order).clone()
+        state["obs"] = [o.index_select(0, order).clone() for o in self._obs if o is not None]
+        state["next_obs"] = [o.index_select(0, order).clone() for o in self._next_obs if o is not None]
+        return state
+
+    def load(self, state: Mapping[str, Any]) -> None:
+        """Restore :meth:`state` (transitions beyond this buffer's capacity: the newest stay).
+        Raises ValueError when the saved transitions do not fit this behavior's spec."""
+        size = int(state["size"])
+        keep = min(size, self.capacity)
+        skip = size - keep
+        for name in _FIELDS:
+            saved = state[name]
+            target = self._fields[name]
+            if tuple(saved.shape[1:]) != tuple(target.shape[1:]):
+                raise ValueError(
+                    f"saved replay buffer field {name} has shape {list(saved.shape[1:])} per transition, "
+                    f"this behavior needs {list(target.shape[1:])}"
+                )
+        if len(state["obs"]) != len(self._obs_shapes):
+            raise ValueError(
+                f"saved replay buffer has {len(state['obs'])} observations per transition, "
+                f"this behavior has {len(self._obs_shapes)}"
+            )
+        for i, (saved, saved_next) in enumerate(zip(state["obs"], state["next_obs"])):
+            if tuple(saved.shape[1:]) != self._obs_shapes[i]:
+                raise ValueError(
+                    f"saved replay buffer observation {i} has shape {list(saved.shape[1:])}, "
+                    f"this behavior's is {list(self._obs_shapes[i])}"
+                )
+            self._obs_storage(self._obs, i, saved.numpy())[:keep] = saved[skip:]
+            self._obs_storage(self._next_obs, i, saved_next.numpy())[:keep] = saved_next[skip:]
+        for name in _FIELDS:
+            self._fields[name][:keep] = state[name][skip:]
+        self._size = keep
+        self._next = keep % self.capacity

@@ -1,0 +1,288 @@
+"""Soft Actor-Critic, as ML-Agents users know it, readable top to bottom.
+
+Per trajectory (:meth:`SAC.add`): update the actor's observation normalisers, report the
+value estimates, and store the transitions (with each reward signal's reward) in the replay
+buffer. The update-to-data ratio is ML-Agents': once ``buffer_init_steps`` agent steps have
+been collected and the buffer holds a minibatch, gradient steps are taken until
+``(steps - buffer_init_steps) / gradient_steps <= steps_per_update`` (gradient steps counted
+from 1), so the ratio holds however the trajectories arrive: one by one, in bursts, or from a
+trainer thread that the environment got ahead of (a full trajectory queue then blocks it).
+
+A gradient step on a uniformly drawn minibatch trains, as ML-Agents does: twin Q networks on
+``r + gamma (1 - done) V_target(s')``; a value network on the soft value ``min(Q1, Q2) -
+entropy terms`` at the policy's own action; the policy on ``alpha log pi - Q1`` (its continuous
+action reparameterised, tanh-squashed); one entropy coefficient for the continuous part and one
+per discrete branch, tuned towards ML-Agents' targets; then the target value network moves
+``tau`` of the way to the value network. The three losses touch disjoint parameters, so one
+Adam over all of them takes the step ML-Agents' three optimisers take (Adam is elementwise);
+the policy's gradient is computed on its own, so Q1 is not trained by the policy loss.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from mlagents_envs.base_env import BehaviorSpec
+from torch import Tensor, nn
+
+from processors.trajectory import Trajectory
+from stats import StatsReporter
+from trainers import sac_math, seeding
+from trainers.exceptions import ConfigError
+from trainers.networks import Critic
+from trainers.policy import TorchPolicy
+from trainers.ppo_math import decayed_value
+from trainers.replay_buffer import ReplayBatch, ReplayBuffer
+from trainers.reward_signals import EpisodeSignalRewards, create_reward_signals
+from trainers.sac_networks import TwinQ, without_normalizer
+from trainers.seeding import Stream
+from trainers.settings import SACSettings, TrainerSettings
+
+# Floor of the linear learning-rate schedule, as ML-Agents decays it.
+MIN_LEARNING_RATE = 1e-10
+
+
+class SAC:
+    """Soft Actor-Critic for one behavior (an :class:`trainers.algorithm.Algorithm`)."""
+
+    def __init__(
+        self,
+        *,
+        behavior_name: str,
+        behavior_spec: BehaviorSpec,
+        settings: TrainerSettings,
+        stats_reporter: StatsReporter,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+    ):
+        hyperparameters = settings.hyperparameters
+        if not isinstance(hyperparameters, SACSettings):
+            raise ConfigError(f"behaviors.{behavior_name}.hyperparameters: SAC settings expected")
+        self.hyperparameters: SACSettings = hyperparameters
+        self.settings = settings
+        self.stats_reporter = stats_reporter
+        network = settings.network_settings
+        self.policy = TorchPolicy(
+            behavior_spec, network, seed=seed, device=device, conditional_sigma=True, tanh_squash=True
+        )
+        self.device = self.policy.device
+        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec)
+        stream_names = [signal.name for signal in self.reward_signals]
+        self._value_tags = [f"Policy/{name.capitalize()} Value Estimate" for name in stream_names]
+        self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
+        self._gammas = torch.tensor([signal.gamma for signal in self.reward_signals], device=self.device)
+
+        self.continuous_size = self.policy.continuous_size
+        self.branches = self.policy.discrete_branches
+        generator = seeding.generator(seed, Stream.CRITIC_INIT)
+        specs = behavior_spec.observation_specs
+        self.q = TwinQ(specs, network, stream_names, self.continuous_size, self.branches, generator=generator)
+        self.value = Critic(specs, without_normalizer(network), stream_names, generator=generator)
+        self.q.to(self.device)
+        self.value.to(self.device)
+        self.target_value = copy.deepcopy(self.value).requires_grad_(False)
+
+        log_init = math.log(hyperparameters.init_entcoef)
+        self.continuous_log_alpha = nn.Parameter(torch.full((1,), log_init, device=self.device))
+        self.discrete_log_alphas = nn.Parameter(torch.full((len(self.branches),), log_init, device=self.device))
+        self.continuous_target, self.discrete_targets = sac_math.target_entropies(self.continuous_size, self.branches)
+
+        self._actor_parameters = list(self.policy.actor.parameters())
+        alphas = [self.continuous_log_alpha] if self.continuous_size else []
+        alphas += [self.discrete_log_alphas] if self.branches else []
+        trained = [*self._actor_parameters, *self.q.parameters(), *self.value.parameters(), *alphas]
+        self.optimizer = torch.optim.Adam(trained, lr=hyperparameters.learning_rate, fused=True)
+
+        self.replay = ReplayBuffer(
+            hyperparameters.buffer_size,
+            [tuple(spec.shape) for spec in specs],
+            self.continuous_size,
+            self.branches,
+            len(self.reward_signals),
+        )
+        self._sampling = seeding.generator(seed, Stream.REPLAY_SAMPLING)
+        self._noise = seeding.generator(seed, Stream.UPDATE_NOISE, self.device)
+        self.steps = 0  # agent steps received (ML-Agents' ``_step``)
+        self.update_steps = 1  # gradient steps taken, plus one (ML-Agents' ``update_steps``)
+
+    # ------------------------------------------------------------------ experience
+
+    def add(self, trajectory: Trajectory) -> None:
+        if self.settings.network_settings.normalize:
+            self.policy.update_normalization(trajectory.obs)
+        rewards = np.stack([signal.rewards(trajectory) for signal in self.reward_signals], axis=1)
+        with torch.no_grad():
+            obs = self.policy.actor.encoder.normalize(self.policy.obs_to_tensors(trajectory.obs))
+            values = self.value.stacked(obs).mean(dim=0).cpu().numpy()
+        for i, signal in enumerate(self.reward_signals):
+            self.stats_reporter.add_stat(self._value_tags[i], float(values[i]))
+            self._episode_rewards.add(trajectory, signal.name, rewards[:, i])
+        self.replay.add(trajectory, rewards)
+        self.steps += trajectory.length
+
+    def updates_due(self) -> int:
+        """Gradient steps owed to the steps received (0 until ``buffer_init_steps`` steps
+        have been collected and the buffer holds a minibatch)."""
+        hp = self.hyperparameters
+        if len(self.replay) < hp.batch_size or self.steps < hp.buffer_init_steps:
+            return 0
+        collected = self.steps - hp.buffer_init_steps
+        due = 0
+        while collected / (self.update_steps + due) > hp.steps_per_update:
+            due += 1
+        return due
+
+    def ready(self) -> bool:
+        return self.updates_due() > 0
+
+    # ------------------------------------------------------------------ update
+
+    def learning_rate(self, step: int) -> float:
+        hp = self.hyperparameters
+        return decayed_value(
+            hp.learning_rate_schedule, hp.learning_rate, MIN_LEARNING_RATE, step, self.settings.max_steps
+        )
+
+    def update(self, step: int) -> dict[str, float]:
+        """Every gradient step due, each on its own minibatch; the stats are their means."""
+        learning_rate = self.learning_rate(step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        losses = []
+        for _ in range(self.updates_due()):
+            batch = self.replay.sample(self.hyperparameters.batch_size, self._sampling).to(self.device)
+            losses.append(self._gradient_step(batch))
+            self.update_steps += 1
+        if not losses:
+            return {}
+        policy_loss, value_loss, q1_loss, q2_loss = torch.stack(losses).mean(dim=0).tolist()
+        stats = {
+            "Losses/Policy Loss": policy_loss,
+            "Losses/Value Loss": value_loss,
+            "Losses/Q1 Loss": q1_loss,
+            "Losses/Q2 Loss": q2_loss,
+            "Policy/Learning Rate": learning_rate,
+        }
+        if self.continuous_size:
+            stats["Policy/Continuous Entropy Coeff"] = float(self.continuous_log_alpha.detach().exp().mean())
+        if self.branches:
+            stats["Policy/Discrete Entropy Coeff"] = float(self.discrete_log_alphas.detach().exp().mean())
+        return stats
+
+    def _gradient_step(self, batch: ReplayBatch) -> Tensor:
+        """One SAC step on ``batch``; returns the detached (policy, value, Q1, Q2) losses."""
+        actor, branches = self.policy.actor, self.branches
+        obs = actor.encoder.normalize(list(batch.obs))
+        dist = actor(list(batch.obs), batch.action_masks)
+        if self.continuous_size:
+            actions, continuous_log_probs = actor.continuous_sample(dist, generator=self._noise)
+        else:
+            actions = continuous_log_probs = dist.mean
+        discrete_log_probs = torch.cat(dist.log_probs, dim=1) if branches else None
+        continuous_alpha = self.continuous_log_alpha.detach().exp()
+        discrete_alphas = self.discrete_log_alphas.detach().exp()
+
+        # Q networks on the transitions' own actions, towards r + gamma V_target(s')
+        part1, part2 = self.q.observation_parts(obs)
+        q1 = self.q.q1.from_observation_part(part1, batch.continuous_actions)
+        q2 = self.q.q2.from_observation_part(part2, batch.continuous_actions)
+        with torch.no_grad():
+            next_values = self.target_value.stacked(actor.encoder.normalize(list(batch.next_obs)))
+            backup = sac_math.q_backup(batch.rewards, batch.dones, self._gammas, next_values)
+        q1_loss = sac_math.q_loss(sac_math.chosen_q(q1, batch.discrete_actions, branches), backup)
+        q2_loss = sac_math.q_loss(sac_math.chosen_q(q2, batch.discrete_actions, branches), backup)
+
+        # Q networks at the policy's own action: Q1 differentiable in the action only
+        if self.continuous_size:
+            q1_policy = self.q.q1.from_observation_part(part1.detach(), actions)
+            with torch.no_grad():
+                q2_policy = self.q.q2.from_observation_part(part2, actions)
+        else:  # the action is not an input: the same values, as constants
+            q1_policy, q2_policy = q1.detach(), q2.detach()
+        probs = discrete_log_probs.detach().exp() if discrete_log_probs is not None else None
+        with torch.no_grad():
+            min_q = torch.min(
+                sac_math.expected_q(q1_policy, probs, branches), sac_math.expected_q(q2_policy, probs, branches)
+            )
+            soft_value = sac_math.value_target(
+                min_q, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches
+            )
+        value_loss = sac_math.value_loss(self.value.stacked(obs), soft_value)
+        policy_loss = sac_math.policy_loss(
+            q1_policy, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches
+        )
+        entropy_loss = sac_math.entropy_coefficient_loss(
+            self.continuous_log_alpha,
+            continuous_log_probs,
+            self.continuous_target,
+            self.discrete_log_alphas,
+            discrete_log_probs,
+            self.discrete_targets,
+            branches,
+        )
+
+        self.optimizer.zero_grad(set_to_none=True)
+        policy_gradients = torch.autograd.grad(policy_loss, self._actor_parameters, allow_unused=True)
+        (q1_loss + q2_loss + value_loss + entropy_loss).backward()
+        for parameter, gradient in zip(self._actor_parameters, policy_gradients):
+            parameter.grad = gradient
+        self.optimizer.step()
+        with torch.no_grad():
+            torch._foreach_lerp_(
+                list(self.target_value.parameters()), list(self.value.parameters()), self.hyperparameters.tau
+            )
+        return torch.stack([policy_loss, value_loss, q1_loss, q2_loss]).detach()
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "actor": self.policy.actor.state_dict(),
+            "q": self.q.state_dict(),
+            "value": self.value.state_dict(),
+            "target_value": self.target_value.state_dict(),
+            "log_entropy_coefficients": {
+                "continuous": self.continuous_log_alpha.detach().clone(),
+                "discrete": self.discrete_log_alphas.detach().clone(),
+            },
+            "optimizer": self.optimizer.state_dict(),
+            "sampling_rng": self._sampling.get_state(),
+            "noise_rng": self._noise.get_state(),
+            "sac_counters": {"steps": self.steps, "update_steps": self.update_steps},
+        }
+        signals = {signal.name: signal.state() for signal in self.reward_signals}
+        if any(signals.values()):
+            state["reward_signals"] = signals
+        return state
+
+    def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
+        self.policy.actor.load_state_dict(state["actor"], strict=True)
+        self.q.load_state_dict(state["q"], strict=True)
+        self.value.load_state_dict(state["value"], strict=True)
+        self.target_value.load_state_dict(state["target_value"], strict=True)
+        coefficients = state["log_entropy_coefficients"]
+        with torch.no_grad():
+            self.continuous_log_alpha.copy_(coefficients["continuous"])
+            self.discrete_log_alphas.copy_(coefficients["discrete"])
+        for signal in self.reward_signals:
+            signal.load(state.get("reward_signals", {}).get(signal.name, {}))
+        if not weights_only:
+            self.optimizer.load_state_dict(state["optimizer"])
+            self._sampling.set_state(state["sampling_rng"])
+            self._noise.set_state(state["noise_rng"])
+            counters = state["sac_counters"]
+            self.steps, self.update_steps = int(counters["steps"]), int(counters["update_steps"])
+
+    # ------------------------------------------------------------------ replay buffer files
+
+    def replay_buffer_state(self) -> dict[str, Any] | None:
+        """The replay buffer to write beside the checkpoint (``save_replay_buffer``), or None."""
+        return self.replay.state() if self.hyperparameters.save_replay_buffer else None
+
+    def load_replay_buffer(self, state: Mapping[str, Any]) -> None:
+        self.replay.load(state)

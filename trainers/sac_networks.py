@@ -1,0 +1,105 @@
+"""SAC's critics: twin Q networks over observations and continuous actions.
+
+A Q network is ML-Agents' ``ValueNetwork`` with actions: each observation encoded on its own,
+the continuous action joined to the encodings before the hidden layers, then one head per
+reward stream with an output per discrete action (over all branches), or a single output when
+there are no discrete branches (the continuous action is an input, not an output).
+
+SAC's networks share the actor's observation normaliser, as ML-Agents' do (it copies the
+actor's statistics into them before every update): they are built without normalisers of
+their own and are fed observations the actor's encoder normalised.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import attrs
+import torch
+from mlagents_envs.base_env import ObservationSpec
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from trainers.networks import ObservationEncoder
+
+if TYPE_CHECKING:
+    from trainers.settings import NetworkSettings
+
+
+def without_normalizer(network_settings: NetworkSettings) -> NetworkSettings:
+    """The settings for a network fed observations normalised elsewhere (the actor's)."""
+    return attrs.evolve(network_settings, normalize=False)
+
+
+class QNetwork(nn.Module):
+    """(observations, continuous actions) -> Q values [B, S, K]; see the module docstring."""
+
+    def __init__(
+        self,
+        observation_specs: Sequence[ObservationSpec],
+        network_settings: NetworkSettings,
+        stream_names: Sequence[str],
+        continuous_size: int,
+        discrete_branches: Sequence[int],
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        self.streams = len(stream_names)
+        self.outputs = max(int(sum(discrete_branches)), 1)
+        self.encoder = ObservationEncoder(
+            observation_specs, without_normalizer(network_settings), extra_inputs=continuous_size, generator=generator
+        )
+        self.heads = nn.Linear(self.encoder.output_size, self.streams * self.outputs)
+        # Xavier-uniform per stream's head, zero bias (ML-Agents' value heads)
+        bound = math.sqrt(6.0 / (self.encoder.output_size + self.outputs))
+        nn.init.uniform_(self.heads.weight, -bound, bound, generator=generator)
+        nn.init.zeros_(self.heads.bias)
+
+    def forward(self, obs: Sequence[Tensor], continuous_actions: Tensor) -> Tensor:
+        return self.from_observation_part(self.observation_part(obs), continuous_actions)
+
+    def observation_part(self, obs: Sequence[Tensor]) -> Tensor:
+        """The first hidden layer's pre-activation from the observations alone, [B, hidden]:
+        computed once and shared by every action evaluated on the same observations (the
+        transitions' own and the policy's), which saves a third of a big network's work."""
+        first = self.encoder.body.dense_layers[0]
+        width = self.encoder.inputs_width
+        return F.linear(self.encoder.encode_inputs(obs), first.weight[:, :width], first.bias)
+
+    def from_observation_part(self, part: Tensor, continuous_actions: Tensor) -> Tensor:
+        """Q values [B, S, K] for ``continuous_actions`` [B, c] given :meth:`observation_part`."""
+        layers = self.encoder.body.dense_layers
+        if self.encoder.extra_inputs:
+            part = part + F.linear(continuous_actions, layers[0].weight[:, self.encoder.inputs_width :])
+        h = F.silu(part)
+        for layer in layers[1:]:
+            h = F.silu(F.linear(h, layer.weight, layer.bias))
+        return self.heads(h).view(-1, self.streams, self.outputs)
+
+
+class TwinQ(nn.Module):
+    """Two independently initialised Q networks (``q1``, ``q2``): SAC's clipped double-Q."""
+
+    def __init__(
+        self,
+        observation_specs: Sequence[ObservationSpec],
+        network_settings: NetworkSettings,
+        stream_names: Sequence[str],
+        continuous_size: int,
+        discrete_branches: Sequence[int],
+        *,
+        generator: torch.Generator | None = None,
+    ) -> None:
+        super().__init__()
+        args = (observation_specs, network_settings, stream_names, continuous_size, discrete_branches)
+        self.q1 = QNetwork(*args, generator=generator)
+        self.q2 = QNetwork(*args, generator=generator)
+
+    def forward(self, obs: Sequence[Tensor], continuous_actions: Tensor) -> tuple[Tensor, Tensor]:
+        return self.q1(obs, continuous_actions), self.q2(obs, continuous_actions)
+
+    def observation_parts(self, obs: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
+        return self.q1.observation_part(obs), self.q2.observation_part(obs)
