@@ -37,6 +37,9 @@ CASES = {
     "visual_simple": (BehaviorSpec([visual_spec(20, 24, 3), vector_spec(4)], ActionSpec(1, (3,))), EncoderType.SIMPLE),
     "visual_resnet": (BehaviorSpec([vector_spec(2), visual_spec(15, 15, 1)], ActionSpec(0, (5,))), EncoderType.RESNET),
     "visual_match3": (BehaviorSpec([visual_spec(6, 5, 4)], ActionSpec(2, ())), EncoderType.MATCH3),
+    # SAC's actor: a state-dependent sigma and tanh-squashed continuous actions
+    "sac_hybrid": (BehaviorSpec([vector_spec(6)], ActionSpec(2, (4, 3))), EncoderType.SIMPLE),
+    "sac_visual": (BehaviorSpec([visual_spec(20, 20, 3), vector_spec(4)], ActionSpec(3, ())), EncoderType.SIMPLE),
 }
 
 
@@ -70,7 +73,8 @@ def feeds(spec: BehaviorSpec, obs: list[np.ndarray], masks: np.ndarray | None) -
 def exported(request, tmp_path_factory):
     spec, kind = CASES[request.param]
     settings = NetworkSettings(hidden_units=16, num_layers=2, normalize=True, vis_encode_type=kind)
-    policy = TorchPolicy(spec, settings, seed=3)
+    squashed = request.param.startswith("sac_")
+    policy = TorchPolicy(spec, settings, seed=3, conditional_sigma=squashed, tanh_squash=squashed)
     obs, _ = make_inputs(spec, 50, seed=1)
     policy.update_normalization(obs)  # non-trivial statistics, which must be inside the graph
     path = tmp_path_factory.mktemp("onnx") / f"{request.param}.onnx"

@@ -159,26 +159,38 @@ class ReplayBuffer:
     # ------------------------------------------------------------------ saving
 
     def state(self) -> dict[str, Any]:
-        """The stored transitions, oldest first, as tensors (for ``save_replay_buffer``)."""
-        order = torch.arange(self._size)
-        if self._size == self.capacity:
-            order = (order + self._next) % self.capacity
-        state: dict[str, Any] = {"capacity": self.capacity, "size": self._size}
+        """The stored transitions as laid out in the ring (for ``save_replay_buffer``): a buffer
+        of the same capacity restored from it draws the very same minibatches."""
+        rows = slice(0, self._size)
+        state: dict[str, Any] = {"capacity": self.capacity, "size": self._size, "next": self._next}
         for name, tensor in self._fields.items():
-            state[name] = tensor.index_select(0, order).clone()
-        state["obs"] = [o.index_select(0, order).clone() for o in self._obs if o is not None]
-        state["next_obs"] = [o.index_select(0, order).clone() for o in self._next_obs if o is not None]
+            state[name] = tensor[rows].clone()
+        state["obs"] = [o[rows].clone() for o in self._obs if o is not None]
+        state["next_obs"] = [o[rows].clone() for o in self._next_obs if o is not None]
         return state
 
     def load(self, state: Mapping[str, Any]) -> None:
-        """Restore :meth:`state` (transitions beyond this buffer's capacity: the newest stay).
-        Raises ValueError when the saved transitions do not fit this behavior's spec."""
-        size = int(state["size"])
+        """Restore :meth:`state`. Into a buffer of another capacity the transitions go oldest
+        first, and the newest ones stay when they do not all fit. Raises ValueError when the
+        saved transitions do not fit this behavior's spec."""
+        self._check_fits(state)
+        size, capacity, next_row = int(state["size"]), int(state["capacity"]), int(state["next"])
+        order = torch.arange(size)
+        if capacity != self.capacity and size == capacity:  # oldest first: from the write position
+            order = (order + next_row) % capacity
         keep = min(size, self.capacity)
-        skip = size - keep
+        order = order[size - keep :]
+        for i, (saved, saved_next) in enumerate(zip(state["obs"], state["next_obs"])):
+            self._obs_storage(self._obs, i, saved.numpy())[:keep] = saved[order]
+            self._obs_storage(self._next_obs, i, saved_next.numpy())[:keep] = saved_next[order]
         for name in _FIELDS:
-            saved = state[name]
-            target = self._fields[name]
+            self._fields[name][:keep] = state[name][order]
+        self._size = keep
+        self._next = next_row if capacity == self.capacity else keep % self.capacity
+
+    def _check_fits(self, state: Mapping[str, Any]) -> None:
+        for name in _FIELDS:
+            saved, target = state[name], self._fields[name]
             if tuple(saved.shape[1:]) != tuple(target.shape[1:]):
                 raise ValueError(
                     f"saved replay buffer field {name} has shape {list(saved.shape[1:])} per transition, "
@@ -189,15 +201,9 @@ class ReplayBuffer:
                 f"saved replay buffer has {len(state['obs'])} observations per transition, "
                 f"this behavior has {len(self._obs_shapes)}"
             )
-        for i, (saved, saved_next) in enumerate(zip(state["obs"], state["next_obs"])):
+        for i, saved in enumerate(state["obs"]):
             if tuple(saved.shape[1:]) != self._obs_shapes[i]:
                 raise ValueError(
                     f"saved replay buffer observation {i} has shape {list(saved.shape[1:])}, "
                     f"this behavior's is {list(self._obs_shapes[i])}"
                 )
-            self._obs_storage(self._obs, i, saved.numpy())[:keep] = saved[skip:]
-            self._obs_storage(self._next_obs, i, saved_next.numpy())[:keep] = saved_next[skip:]
-        for name in _FIELDS:
-            self._fields[name][:keep] = state[name][skip:]
-        self._size = keep
-        self._next = keep % self.capacity

@@ -23,7 +23,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -45,6 +45,16 @@ from trainers.settings import SACSettings, TrainerSettings
 
 # Floor of the linear learning-rate schedule, as ML-Agents decays it.
 MIN_LEARNING_RATE = 1e-10
+
+
+class SACLosses(NamedTuple):
+    """The losses of one gradient step, each reaching only its own parameters."""
+
+    policy: Tensor  # the actor's
+    value: Tensor  # the value network's
+    q1: Tensor  # each Q network's
+    q2: Tensor
+    entropy_coefficient: Tensor  # the log entropy coefficients'
 
 
 class SAC:
@@ -176,6 +186,28 @@ class SAC:
 
     def _gradient_step(self, batch: ReplayBatch) -> Tensor:
         """One SAC step on ``batch``; returns the detached (policy, value, Q1, Q2) losses."""
+        losses = self.losses(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        # The policy's gradient on its own (Q1 is differentiated only in the action), the
+        # other losses' together: each reaches only its own parameters, as in ML-Agents.
+        policy_gradients = torch.autograd.grad(losses.policy, self._actor_parameters, allow_unused=True)
+        (losses.q1 + losses.q2 + losses.value + losses.entropy_coefficient).backward()
+        for parameter, gradient in zip(self._actor_parameters, policy_gradients):
+            parameter.grad = gradient
+        self.optimizer.step()
+        self.soft_update_target()
+        return torch.stack([losses.policy, losses.value, losses.q1, losses.q2]).detach()
+
+    def soft_update_target(self) -> None:
+        """Move the target value network ``tau`` of the way to the value network."""
+        with torch.no_grad():
+            torch._foreach_lerp_(
+                list(self.target_value.parameters()), list(self.value.parameters()), self.hyperparameters.tau
+            )
+
+    def losses(self, batch: ReplayBatch) -> SACLosses:
+        """SAC's four losses on ``batch`` (the policy's continuous action drawn from the update
+        noise stream)."""
         actor, branches = self.policy.actor, self.branches
         obs = actor.encoder.normalize(list(batch.obs))
         dist = actor(list(batch.obs), batch.action_masks)
@@ -225,18 +257,7 @@ class SAC:
             self.discrete_targets,
             branches,
         )
-
-        self.optimizer.zero_grad(set_to_none=True)
-        policy_gradients = torch.autograd.grad(policy_loss, self._actor_parameters, allow_unused=True)
-        (q1_loss + q2_loss + value_loss + entropy_loss).backward()
-        for parameter, gradient in zip(self._actor_parameters, policy_gradients):
-            parameter.grad = gradient
-        self.optimizer.step()
-        with torch.no_grad():
-            torch._foreach_lerp_(
-                list(self.target_value.parameters()), list(self.value.parameters()), self.hyperparameters.tau
-            )
-        return torch.stack([policy_loss, value_loss, q1_loss, q2_loss]).detach()
+        return SACLosses(policy_loss, value_loss, q1_loss, q2_loss, entropy_loss)
 
     # ------------------------------------------------------------------ checkpoints
 

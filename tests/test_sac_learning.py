@@ -1,0 +1,146 @@
+"""SAC learns what ML-Agents' own SAC learning tests ask, on several seeds, with controls that must
+fail: ``test_simple_rl.py`` (test_simple_sac, test_2d_sac, test_visual_sac,
+test_visual_advanced_sac) and ``test_hybrid.py`` (test_hybrid_sac) on the built-in Simple (their
+``SimpleEnvironment``) with their configuration (``dummy_config._SAC_CONFIG`` and each test's
+changes), and ML-Agents' example configs on built-in 3DBall and Basic.
+
+A seed passes ML-Agents' check when the mean of its last 5 episode returns exceeds the
+threshold (0.9 unless the test says otherwise). Runs are unthreaded (ML-Agents' default) and
+seeded, so each is reproducible; ``benchmarks/learning_seeds.py`` has the longer seed tables.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+from envs.builtin import make_env
+from tests.support.learning import train_env
+from tests.support.paths import MLAGENTS_CONFIGS
+from trainers.settings import (
+    EncoderType,
+    NetworkSettings,
+    SACSettings,
+    ScheduleType,
+    TrainerSettings,
+    load_run_options,
+)
+
+pytestmark = pytest.mark.slow  # trains policies
+
+# ML-Agents' dummy_config._SAC_CONFIG
+SAC_TEST_CONFIG = TrainerSettings(
+    trainer_type="sac",
+    hyperparameters=SACSettings(
+        learning_rate=5.0e-3,
+        learning_rate_schedule=ScheduleType.CONSTANT,
+        batch_size=8,
+        buffer_init_steps=100,
+        buffer_size=5000,
+        tau=0.01,
+        init_entcoef=0.01,
+    ),
+    network_settings=NetworkSettings(num_layers=1, hidden_units=16),
+    summary_freq=100,
+    max_steps=1000,
+    threaded=False,
+)
+
+
+def sac_config(*, network: dict | None = None, max_steps: int | None = None, **hyperparameters) -> TrainerSettings:
+    settings = attrs.evolve(
+        SAC_TEST_CONFIG,
+        hyperparameters=attrs.evolve(SAC_TEST_CONFIG.hyperparameters, **hyperparameters),
+        network_settings=attrs.evolve(SAC_TEST_CONFIG.network_settings, **(network or {})),
+    )
+    return settings if max_steps is None else attrs.evolve(settings, max_steps=max_steps)
+
+
+def score(settings: TrainerSettings, seed: int, **env_options) -> float:
+    """Train built-in Simple with ``env_options``; the mean of its last 5 episode returns."""
+    env = make_env("Simple", seed=seed, **env_options)
+    train_env(env, settings, seed=seed)
+    return float(np.mean(env.episode_returns[-5:]))
+
+
+@pytest.mark.parametrize("action_sizes", [(0, 1), (1, 0)], ids=["discrete", "continuous"])
+def test_simple_sac(action_sizes):
+    continuous, discrete = action_sizes
+    scores = [score(sac_config(), seed, continuous_size=continuous, discrete_branches=discrete) for seed in (1, 2, 3)]
+    assert all(s > 0.9 for s in scores), scores
+
+
+def test_simple_sac_control_without_learning_fails():
+    assert score(sac_config(learning_rate=0.0), 1, continuous_size=1) < 0.5
+
+
+@pytest.mark.parametrize("action_sizes", [(0, 2), (2, 0)], ids=["discrete", "continuous"])
+def test_2d_sac(action_sizes):
+    continuous, discrete = action_sizes
+    config = sac_config(buffer_init_steps=2000, max_steps=3000)
+    scores = [
+        score(config, seed, continuous_size=continuous, discrete_branches=discrete, step_size=0.8) for seed in (1, 2)
+    ]
+    assert all(s > 0.8 for s in scores), scores
+
+
+@pytest.mark.parametrize("num_visual", [1, 2])
+@pytest.mark.parametrize("action_sizes", [(0, 1), (1, 0)], ids=["discrete", "continuous"])
+def test_visual_sac(action_sizes, num_visual):
+    continuous, discrete = action_sizes
+    config = sac_config(batch_size=16, learning_rate=3e-4)
+    env = {"continuous_size": continuous, "discrete_branches": discrete, "num_visual": num_visual, "num_vector": 0}
+    assert score(config, 1, **env) > 0.9
+
+
+@pytest.mark.parametrize("vis_encode_type", ["resnet", "nature_cnn", "match3"])
+def test_visual_advanced_sac(vis_encode_type):
+    # ML-Agents lowers the resolution for these slow encoders and asks for 0.5 in 100 steps
+    size = (5, 5, 5) if vis_encode_type == "match3" else (36, 36, 3)
+    config = sac_config(
+        network={"vis_encode_type": EncoderType(vis_encode_type)},
+        batch_size=16,
+        learning_rate=3e-4,
+        buffer_init_steps=0,
+        max_steps=100,
+    )
+    env = {"discrete_branches": 1, "continuous_size": 0, "num_visual": 1, "num_vector": 0, "step_size": 0.5}
+    assert score(config, 1, vis_obs_size=size, **env) > 0.5
+
+
+@pytest.mark.parametrize("action_sizes", [(1, 1), (2, 2)])
+def test_hybrid_sac(action_sizes):
+    continuous, discrete = action_sizes
+    config = sac_config(buffer_size=50_000, batch_size=256, buffer_init_steps=0, max_steps=10_000)
+    scores = [
+        score(config, seed, continuous_size=continuous, discrete_branches=discrete, step_size=0.8) for seed in (1, 3)
+    ]
+    assert all(s > 0.9 for s in scores), scores
+
+
+def example_config(name: str, **changes) -> TrainerSettings:
+    settings = load_run_options(MLAGENTS_CONFIGS / f"sac/{name}.yaml").behavior_settings(name)
+    return attrs.evolve(settings, **changes)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_sac_3dball_example_config_balances(seed):
+    log = train_env(
+        make_env("3DBall", seed=seed),
+        example_config("3DBall"),
+        seed=seed,
+        until=lambda curve: curve[-1][0] >= 48_000 or curve[-1][1] >= 90.0,
+    )
+    assert log.curve[-1][1] >= 90.0, log.curve  # random play scores about 1; the cap is 100
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_sac_basic_example_config_reaches_mlagents_benchmark(seed):
+    log = train_env(
+        make_env("Basic", seed=seed),
+        example_config("Basic"),
+        seed=seed,
+        until=lambda curve: curve[-1][0] >= 20_000 or curve[-1][1] >= 0.9,
+    )
+    assert log.curve[-1][1] >= 0.9, log.curve  # optimum 0.93 (ML-Agents' benchmark)
