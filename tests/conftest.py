@@ -1,10 +1,10 @@
 """Test-wide set-up."""
 
+import torch
+
 # mlagents_envs' generated protocol modules load under the current protobuf only once the
 # import hook of ``envs`` is installed; test modules import mlagents_envs directly.
 import envs  # noqa: F401
-
-import torch  # noqa: E402 - after the protocol import hook
 
 # As a run does (orchestration.run): the test networks are small, and a second thread only adds
 # latency (much of it when the other core is busy, as on CI's two cores).

@@ -71,7 +71,9 @@ def test_discrete_policy_loss_is_the_expectation_of_alpha_log_p_minus_q():
 def test_hybrid_policy_loss_adds_both_parts_with_the_discrete_expectation_as_q():
     probs = torch.tensor([[0.5, 0.5]])
     q1_policy = torch.tensor([[[1.0, 3.0]]])
-    loss = sac_math.policy_loss(q1_policy, torch.tensor([[-1.0]]), torch.tensor([0.2]), probs.log(), torch.ones(1), (2,))
+    loss = sac_math.policy_loss(
+        q1_policy, torch.tensor([[-1.0]]), torch.tensor([0.2]), probs.log(), torch.ones(1), (2,)
+    )
     discrete = 0.5 * (math.log(0.5) - 1.0) + 0.5 * (math.log(0.5) - 3.0)
     continuous = 0.2 * -1.0 - (0.5 * 1.0 + 0.5 * 3.0)
     assert loss.item() == pytest.approx(discrete + continuous)

@@ -50,7 +50,9 @@ def make_trainer(
 ) -> Trainer:
     behavior_settings = settings(**hyperparameters)
     reporter = reporter if reporter is not None else StatsReporter("Walker")
-    sac = SAC(behavior_name="Walker", behavior_spec=spec, settings=behavior_settings, stats_reporter=reporter, seed=seed)
+    sac = SAC(
+        behavior_name="Walker", behavior_spec=spec, settings=behavior_settings, stats_reporter=reporter, seed=seed
+    )
     return Trainer(
         behavior_name="Walker",
         settings=behavior_settings,
@@ -256,7 +258,9 @@ def test_resume_with_the_saved_replay_buffer_continues_exactly(tmp_path):
     run_serial(uninterrupted, range(30))
 
     status = TrainingStatus(tmp_path / "training_status.json")
-    first = make_trainer(seed=5, save_replay_buffer=True, checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status))
+    first = make_trainer(
+        seed=5, save_replay_buffer=True, checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status)
+    )
     run_serial(first, range(13))  # a checkpoint at step 96, mid-run; saved again at 104
     first.save_checkpoint()
     replay_file = tmp_path / "Walker" / "last_replay_buffer.pt"
@@ -300,7 +304,9 @@ def test_a_replay_buffer_that_does_not_fit_is_refused_by_name(tmp_path):
 
 def test_initialize_from_takes_weights_not_counters_or_buffer(tmp_path):
     status = TrainingStatus(tmp_path / "s.json")
-    source = make_trainer(seed=1, save_replay_buffer=True, checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status))
+    source = make_trainer(
+        seed=1, save_replay_buffer=True, checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status)
+    )
     run_serial(source, range(6))
     source.save_checkpoint()
     target = make_trainer(seed=2)
