@@ -11,12 +11,13 @@ import yaml
 from envs.builtin import available, make_env
 from envs.builtin.checks import random_action, rollout
 
-CONFIG_DIR = Path(__file__).resolve().parents[1] / "config" / "ppo"
+CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 
 
+@pytest.mark.parametrize("trainer_type", ["ppo", "sac"])
 @pytest.mark.parametrize("name", available())
-def test_config_selects_the_env_and_covers_every_behavior(name):
-    config = yaml.safe_load((CONFIG_DIR / f"{name}.yaml").read_text())
+def test_config_selects_the_env_and_covers_every_behavior(name, trainer_type):
+    config = yaml.safe_load((CONFIG_DIR / trainer_type / f"{name}.yaml").read_text())
     assert config["env_settings"] == {"env_path": f"builtin:{name}"}
     env = make_env(config["env_settings"]["env_path"], seed=0)
     rng = np.random.default_rng(0)
@@ -24,7 +25,7 @@ def test_config_selects_the_env_and_covers_every_behavior(name):
     behaviors = {b.split("?team=")[0] for b in env.behavior_specs}
     assert set(config["behaviors"]) == behaviors
     for settings in config["behaviors"].values():
-        assert settings["trainer_type"] == "ppo"
+        assert settings["trainer_type"] == trainer_type
         hyper = settings["hyperparameters"]
         assert hyper["batch_size"] <= hyper["buffer_size"]
         assert settings["max_steps"] > 0 and settings["time_horizon"] > 0
