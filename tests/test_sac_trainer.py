@@ -16,7 +16,7 @@ from processors import AgentManagerQueue, Trajectory
 from stats import StatsHub, StatsReporter, StatsWriter
 from tests.steps import behavior_spec
 from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus, load_state
-from trainers.exceptions import CheckpointError
+from trainers.exceptions import CheckpointError, ConfigError
 from trainers.registry import TrainerRegistry
 from trainers.sac import SAC
 from trainers.settings import ExtrinsicSettings, NetworkSettings, RewardSignalType, SACSettings, TrainerSettings
@@ -371,3 +371,9 @@ def test_settings_keys_reach_the_algorithm():
         if key.startswith("target."):
             value = before[key.replace("target.", "value.", 1)]
             torch.testing.assert_close(after[key], before[key] + 0.25 * (value - before[key]))
+
+
+def test_a_replay_buffer_larger_than_memory_is_refused_up_front():
+    camera = behavior_spec(obs_shapes=((84, 84, 3),), continuous=2)
+    with pytest.raises(ConfigError, match=r"behaviors.Walker.hyperparameters.buffer_size: 100000000 transitions.*"):
+        make_trainer(camera, buffer_size=100_000_000)

@@ -48,6 +48,15 @@ class ReplayBatch(NamedTuple):
         )
 
 
+def transition_bytes(
+    obs_shapes: Sequence[tuple[int, ...]], continuous_size: int, discrete_branches: Sequence[int], streams: int
+) -> int:
+    """Bytes one stored transition takes at least (images counted as uint8, vectors as float32):
+    observation and next observation, actions, masks, rewards, done."""
+    obs = sum((1 if len(shape) == 3 else 4) * int(np.prod(shape)) for shape in obs_shapes)
+    return 2 * obs + 4 * continuous_size + 8 * len(discrete_branches) + int(sum(discrete_branches)) + 4 * streams + 4
+
+
 # The fields of the storage besides the observations, in state-dict order.
 _FIELDS = ("action_masks", "continuous_actions", "discrete_actions", "rewards", "dones")
 

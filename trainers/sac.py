@@ -21,7 +21,9 @@ the policy's gradient is computed on its own, so Q1 is not trained by the policy
 from __future__ import annotations
 
 import copy
+import logging
 import math
+import os
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -37,11 +39,13 @@ from trainers.exceptions import ConfigError
 from trainers.networks import Critic
 from trainers.policy import TorchPolicy
 from trainers.ppo_math import decayed_value
-from trainers.replay_buffer import ReplayBatch, ReplayBuffer
+from trainers.replay_buffer import ReplayBatch, ReplayBuffer, transition_bytes
 from trainers.reward_signals import EpisodeSignalRewards, create_reward_signals
 from trainers.sac_networks import TwinQ, without_normalizer
 from trainers.seeding import Stream
 from trainers.settings import SACSettings, TrainerSettings
+
+logger = logging.getLogger(__name__)
 
 # Floor of the linear learning-rate schedule, as ML-Agents decays it.
 MIN_LEARNING_RATE = 1e-10
@@ -108,12 +112,10 @@ class SAC:
         trained = [*self._actor_parameters, *self.q.parameters(), *self.value.parameters(), *alphas]
         self.optimizer = torch.optim.Adam(trained, lr=hyperparameters.learning_rate, fused=True)
 
+        shapes = [tuple(int(s) for s in spec.shape) for spec in specs]
+        _check_replay_memory(behavior_name, hyperparameters.buffer_size, shapes, self.continuous_size, self.branches)
         self.replay = ReplayBuffer(
-            hyperparameters.buffer_size,
-            [tuple(spec.shape) for spec in specs],
-            self.continuous_size,
-            self.branches,
-            len(self.reward_signals),
+            hyperparameters.buffer_size, shapes, self.continuous_size, self.branches, len(self.reward_signals)
         )
         self._sampling = seeding.generator(seed, Stream.REPLAY_SAMPLING)
         self._noise = seeding.generator(seed, Stream.UPDATE_NOISE, self.device)
@@ -307,3 +309,31 @@ class SAC:
 
     def load_replay_buffer(self, state: Mapping[str, Any]) -> None:
         self.replay.load(state)
+
+
+def _physical_memory_bytes() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _check_replay_memory(
+    behavior_name: str, capacity: int, shapes: list[tuple[int, ...]], continuous_size: int, branches: tuple[int, ...]
+) -> None:
+    """Refuse a replay buffer that cannot fit in this machine's memory (before it fills up and
+    the run dies hours in); log what it will take."""
+    need = capacity * transition_bytes(shapes, continuous_size, branches, streams=1)
+    total = _physical_memory_bytes()
+    if total is not None and need > total:
+        raise ConfigError(
+            f"behaviors.{behavior_name}.hyperparameters.buffer_size: {capacity} transitions of this behavior's "
+            f"observations {shapes} take at least {need / 2**30:.1f} GiB, more than this machine's "
+            f"{total / 2**30:.1f} GiB of memory; lower buffer_size"
+        )
+    logger.info(
+        "%s: the replay buffer holds up to %d transitions, at least %.1f MiB when full",
+        behavior_name,
+        capacity,
+        need / 2**20,
+    )
