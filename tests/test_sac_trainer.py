@@ -162,6 +162,17 @@ def test_a_threaded_trainer_neither_falls_behind_nor_runs_ahead():
     assert trainer.algorithm.update_steps - 1 == mlagents_gradient_steps([8] * 40, 8, 0, 1.5) == 213
 
 
+def test_the_trainer_updates_before_it_takes_more_experience():
+    trainer = make_trainer(SPECS["continuous"])
+    queue: AgentManagerQueue = AgentManagerQueue("Walker?team=0")
+    trainer.subscribe_trajectory_queue(queue)
+    for seed in range(10):
+        queue.put(trajectory(SPECS["continuous"], seed))
+    trainer.advance()  # one trajectory makes updates due: they come before the next one
+    assert trainer.step == 8 and queue.qsize() == 9
+    assert trainer.algorithm.update_steps - 1 == mlagents_gradient_steps([8], 8, 0, 2.0) == 3
+
+
 def test_no_update_before_buffer_init_steps_and_a_minibatch():
     trainer = make_trainer(buffer_init_steps=24, batch_size=16)
     run_serial(trainer, [0, 1])  # 16 steps: a minibatch, but not 24 steps yet

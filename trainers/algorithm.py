@@ -23,6 +23,11 @@ class Algorithm(Protocol):
     """One behavior's learner. ``policy`` is the network the loop publishes and exports."""
 
     policy: TorchPolicy
+    # Whether the loop updates as soon as an update is due, before it takes the next trajectory
+    # (off-policy SAC: the update-to-data ratio then holds trajectory by trajectory, however far
+    # a threaded trainer's queue got ahead). False: it takes what its queues hold first (PPO:
+    # ML-Agents fills its buffer with every queued trajectory). Read with getattr, default False.
+    updates_between_trajectories: bool
 
     def add(self, trajectory: Trajectory) -> None:
         """Take one trajectory into the algorithm's buffer, with whatever targets it needs."""

@@ -307,13 +307,11 @@ class ObservationEncoder(nn.Module):
         observation_specs: Sequence[ObservationSpec],
         network_settings: NetworkSettings,
         *,
-        extra_inputs: int = 0,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
         if len(observation_specs) == 0:
             raise UnsupportedNetworkError("the behavior has no observations to encode")
-        self.extra_inputs = int(extra_inputs)
         hidden = int(network_settings.hidden_units)
         kind = str(getattr(network_settings.vis_encode_type, "value", network_settings.vis_encode_type))
         self.visual = tuple(len(spec.shape) == 3 for spec in observation_specs)
@@ -365,24 +363,16 @@ class ObservationEncoder(nn.Module):
                 raise UnsupportedNetworkError(f"{_describe(i, spec)}: {what}")
         self.inputs = nn.ModuleList(inputs)
         self.inputs_width = total
-        self.body = MLP(total + self.extra_inputs, hidden, int(network_settings.num_layers))
+        self.body = MLP(total, hidden, int(network_settings.num_layers))
         self.output_size = self.body.output_size
         _init_encoder(self, generator)
 
-    def forward(self, obs: Sequence[Tensor], *, channels_first: bool = False, extra: Tensor | None = None) -> Tensor:
-        """``obs``: one tensor per observation spec, in spec order -> [B, output_size].
-        ``extra``: [B, extra_inputs] joined to the encoded observations before the hidden
-        layers (a Q network's continuous actions, as ML-Agents feeds them)."""
-        h = self.encode_inputs(obs, channels_first=channels_first)
-        if self.extra_inputs:
-            if extra is None:
-                raise ValueError(f"this encoder takes {self.extra_inputs} extra inputs; none given")
-            h = torch.cat([h, extra], dim=1)
-        return self.body(h)
+    def forward(self, obs: Sequence[Tensor], *, channels_first: bool = False) -> Tensor:
+        """``obs``: one tensor per observation spec, in spec order -> [B, output_size]."""
+        return self.body(self.encode_inputs(obs, channels_first=channels_first))
 
     def encode_inputs(self, obs: Sequence[Tensor], *, channels_first: bool = False) -> Tensor:
-        """Every observation's own encoding, joined: the hidden layers' input [B, inputs_width]
-        (without the extra inputs)."""
+        """Every observation's own encoding, joined: the hidden layers' input [B, inputs_width]."""
         encoded = []
         for x, is_visual, encoder in zip(obs, self.visual, self.inputs):
             if is_visual:

@@ -54,6 +54,8 @@ class _SharedCritic(torch.nn.Module):
 class PPO:
     """Proximal Policy Optimization for one behavior (an :class:`trainers.algorithm.Algorithm`)."""
 
+    updates_between_trajectories = False  # ML-Agents fills the buffer with every queued trajectory
+
     def __init__(
         self,
         *,

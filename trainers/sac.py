@@ -64,6 +64,8 @@ class SACLosses(NamedTuple):
 class SAC:
     """Soft Actor-Critic for one behavior (an :class:`trainers.algorithm.Algorithm`)."""
 
+    updates_between_trajectories = True  # the ratio holds trajectory by trajectory
+
     def __init__(
         self,
         *,

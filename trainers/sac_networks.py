@@ -34,7 +34,12 @@ def without_normalizer(network_settings: NetworkSettings) -> NetworkSettings:
 
 
 class QNetwork(nn.Module):
-    """(observations, continuous actions) -> Q values [B, S, K]; see the module docstring."""
+    """(observations, continuous actions) -> Q values [B, S, K]; see the module docstring.
+
+    The first hidden layer takes the encoded observations and the action: its weights are the
+    encoder's first layer (observation columns, with the bias) and ``action_weights`` (the
+    action columns), initialised together as one layer of both widths, as ML-Agents' is.
+    """
 
     def __init__(
         self,
@@ -49,9 +54,15 @@ class QNetwork(nn.Module):
         super().__init__()
         self.streams = len(stream_names)
         self.outputs = max(int(sum(discrete_branches)), 1)
-        self.encoder = ObservationEncoder(
-            observation_specs, without_normalizer(network_settings), extra_inputs=continuous_size, generator=generator
-        )
+        self.continuous_size = int(continuous_size)
+        self.encoder = ObservationEncoder(observation_specs, without_normalizer(network_settings), generator=generator)
+        first = self.encoder.body.dense_layers[0]
+        self.action_weights = nn.Parameter(torch.empty(first.out_features, self.continuous_size))
+        # N(0, 1 / fan_in) over the observation and action columns together (He-normal, linear gain)
+        std = 1.0 / math.sqrt(first.in_features + self.continuous_size)
+        with torch.no_grad():
+            first.weight.normal_(0.0, std, generator=generator)
+            self.action_weights.normal_(0.0, std, generator=generator)
         self.heads = nn.Linear(self.encoder.output_size, self.streams * self.outputs)
         # Xavier-uniform per stream's head, zero bias (ML-Agents' value heads)
         bound = math.sqrt(6.0 / (self.encoder.output_size + self.outputs))
@@ -66,16 +77,14 @@ class QNetwork(nn.Module):
         computed once and shared by every action evaluated on the same observations (the
         transitions' own and the policy's), which saves a third of a big network's work."""
         first = self.encoder.body.dense_layers[0]
-        width = self.encoder.inputs_width
-        return F.linear(self.encoder.encode_inputs(obs), first.weight[:, :width], first.bias)
+        return F.linear(self.encoder.encode_inputs(obs), first.weight, first.bias)
 
     def from_observation_part(self, part: Tensor, continuous_actions: Tensor) -> Tensor:
         """Q values [B, S, K] for ``continuous_actions`` [B, c] given :meth:`observation_part`."""
-        layers = self.encoder.body.dense_layers
-        if self.encoder.extra_inputs:
-            part = part + F.linear(continuous_actions, layers[0].weight[:, self.encoder.inputs_width :])
+        if self.continuous_size:
+            part = part + F.linear(continuous_actions, self.action_weights)
         h = F.silu(part)
-        for layer in layers[1:]:
+        for layer in self.encoder.body.dense_layers[1:]:
             h = F.silu(F.linear(h, layer.weight, layer.bias))
         return self.heads(h).view(-1, self.streams, self.outputs)
 

@@ -109,8 +109,11 @@ class Trainer:
     @timed_method(PROCESS_TRAJECTORY)
     def _take_trajectories(self, timeout: float) -> bool:
         worked = False
+        update_first = bool(getattr(self.algorithm, "updates_between_trajectories", False))
         for trajectory_queue in self._trajectory_queues:
             for i in range(MAX_TRAJECTORIES_PER_ADVANCE):
+                if update_first and self.should_still_train and self.algorithm.ready():
+                    return worked
                 try:
                     trajectory = trajectory_queue.get(timeout=timeout if i == 0 and not worked else 0.0)
                 except AgentManagerQueue.Empty:
