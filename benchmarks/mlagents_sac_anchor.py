@@ -29,8 +29,9 @@ Note that on import ML-Agents itself calls ``torch.set_num_threads(max(min(cpus 
 Settings: "3dball" (config/sac/3DBall.yaml: batch 64, 2x64 MLP, normalize,
 8 obs floats, 2 continuous actions, 200k transitions, gamma 0.99) and "walker"
 (batch 256, 3x256 MLP, normalize, 243 obs floats, 39 continuous actions, 200k
-transitions; config/sac/Walker.yaml itself uses batch 1024 and 4x512), each at ``torch.set_num_threads(1)`` and ``(2)``.  ``max_steps``
-is raised so that ``should_still_train`` stays true while filling.
+transitions; config/sac/Walker.yaml itself uses batch 1024), each at
+``torch.set_num_threads(1)`` and ``(2)``. ``max_steps`` is raised so that
+``should_still_train`` stays true while filling.
 
 How to run
 ----------
