@@ -12,7 +12,9 @@ Architecture (as ML-Agents' defaults, our own code): every observation is encode
 layers of ``hidden_units`` with Swish (SiLU) activations (``num_layers`` 0 builds one layer,
 like 1, as ML-Agents' ``LinearEncoder`` does). Visual encoders use LeakyReLU (``resnet``: Swish
 inside, ReLU after its dense layer), as ML-Agents' do. Continuous actions: Gaussian with a learned
-state-independent log-std (no tanh; the env gets the sample clipped to [-3, 3] / 3).
+state-independent log-std (no tanh; the env gets the sample clipped to [-3, 3] / 3), or, for
+SAC, a log-std head on the features and ``tanh`` of the sample (``Actor(conditional_sigma=True,
+tanh_squash=True)``), as ML-Agents builds each.
 Discrete actions: one categorical per branch over masked logits. The entropy is ML-Agents':
 the mean of the continuous dimensions' entropies plus the sum of the branches' (the PPO bonus
 ``beta`` is tuned against it).

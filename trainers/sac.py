@@ -210,8 +210,8 @@ class SAC:
             )
 
     def losses(self, batch: ReplayBatch) -> SACLosses:
-        """SAC's four losses on ``batch`` (the policy's continuous action drawn from the update
-        noise stream)."""
+        """SAC's losses on ``batch`` (the policy's continuous action drawn from the update noise
+        stream)."""
         actor, branches = self.policy.actor, self.branches
         obs = actor.encoder.normalize(list(batch.obs))
         dist = actor(list(batch.obs), batch.action_masks)
