@@ -54,12 +54,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.builtin import make_env  # noqa: E402 - after the path set-up
-from tests.support.learning import config, train_env  # noqa: E402
+from tests.support.learning import config, sac_test_config, train_env  # noqa: E402
 from tests.support.paths import MLAGENTS_CONFIGS  # noqa: E402
 from trainers.settings import (  # noqa: E402
-    NetworkSettings,
-    SACSettings,
-    ScheduleType,
     TrainerSettings,
     load_run_options,
 )
@@ -77,24 +74,9 @@ SAC_BASIC_SEEDS = [1, 2, 3, 4, 5]
 SAC_GRID_SEEDS = [1, 2, 3]
 SAC_BASIC_TARGET = 0.925  # ML-Agents' benchmark reward 0.93 is our Basic's optimum; float means land just below
 SAC_GRID_TARGET = 0.8
-# ML-Agents' test_hybrid_sac: dummy_config's SAC config with buffer 50000, batch 256, no initial
-# random steps, 10k steps
-SAC_TEST_CONFIG = TrainerSettings(
-    trainer_type="sac",
-    hyperparameters=SACSettings(
-        learning_rate=5.0e-3,
-        learning_rate_schedule=ScheduleType.CONSTANT,
-        batch_size=256,
-        buffer_init_steps=0,
-        buffer_size=50000,
-        tau=0.01,
-        init_entcoef=0.01,
-    ),
-    network_settings=NetworkSettings(num_layers=1, hidden_units=16),
-    summary_freq=100,
-    max_steps=10_000,
-    threaded=False,
-)
+# ML-Agents' test_hybrid_sac: its SAC test config with buffer 50000, batch 256, no initial steps,
+# 10k steps
+HYBRID_SAC_CONFIG = sac_test_config(buffer_size=50_000, batch_size=256, buffer_init_steps=0, max_steps=10_000)
 
 
 def run_hybrid(seed: int) -> dict:
@@ -140,7 +122,7 @@ def run_sac_hybrid(seed: int) -> dict:
     for continuous, discrete in SAC_HYBRID_ACTIONS:
         start = time.perf_counter()
         env = make_env("Simple", seed=seed, continuous_size=continuous, discrete_branches=discrete, step_size=0.8)
-        rewards = train_env(env, SAC_TEST_CONFIG, seed=seed).curve
+        rewards = train_env(env, HYBRID_SAC_CONFIG, seed=seed).curve
         score = float(np.mean(env.episode_returns[-5:]))
         run: dict[str, object] = {
             "actions": [continuous, discrete],

@@ -16,45 +16,11 @@ import numpy as np
 import pytest
 
 from envs.builtin import make_env
-from tests.support.learning import train_env
+from tests.support.learning import sac_test_config, train_env
 from tests.support.paths import MLAGENTS_CONFIGS
-from trainers.settings import (
-    EncoderType,
-    NetworkSettings,
-    SACSettings,
-    ScheduleType,
-    TrainerSettings,
-    load_run_options,
-)
+from trainers.settings import EncoderType, TrainerSettings, load_run_options
 
 pytestmark = pytest.mark.slow  # trains policies
-
-# ML-Agents' dummy_config._SAC_CONFIG
-SAC_TEST_CONFIG = TrainerSettings(
-    trainer_type="sac",
-    hyperparameters=SACSettings(
-        learning_rate=5.0e-3,
-        learning_rate_schedule=ScheduleType.CONSTANT,
-        batch_size=8,
-        buffer_init_steps=100,
-        buffer_size=5000,
-        tau=0.01,
-        init_entcoef=0.01,
-    ),
-    network_settings=NetworkSettings(num_layers=1, hidden_units=16),
-    summary_freq=100,
-    max_steps=1000,
-    threaded=False,
-)
-
-
-def sac_config(*, network: dict | None = None, max_steps: int | None = None, **hyperparameters) -> TrainerSettings:
-    settings = attrs.evolve(
-        SAC_TEST_CONFIG,
-        hyperparameters=attrs.evolve(SAC_TEST_CONFIG.hyperparameters, **hyperparameters),
-        network_settings=attrs.evolve(SAC_TEST_CONFIG.network_settings, **(network or {})),
-    )
-    return settings if max_steps is None else attrs.evolve(settings, max_steps=max_steps)
 
 
 def score(settings: TrainerSettings, seed: int, **env_options) -> float:
@@ -67,18 +33,20 @@ def score(settings: TrainerSettings, seed: int, **env_options) -> float:
 @pytest.mark.parametrize("action_sizes", [(0, 1), (1, 0)], ids=["discrete", "continuous"])
 def test_simple_sac(action_sizes):
     continuous, discrete = action_sizes
-    scores = [score(sac_config(), seed, continuous_size=continuous, discrete_branches=discrete) for seed in (1, 2, 3)]
+    scores = [
+        score(sac_test_config(), seed, continuous_size=continuous, discrete_branches=discrete) for seed in (1, 2, 3)
+    ]
     assert all(s > 0.9 for s in scores), scores
 
 
 def test_simple_sac_control_without_learning_fails():
-    assert score(sac_config(learning_rate=0.0), 1, continuous_size=1) < 0.5
+    assert score(sac_test_config(learning_rate=0.0), 1, continuous_size=1) < 0.5
 
 
 @pytest.mark.parametrize("action_sizes", [(0, 2), (2, 0)], ids=["discrete", "continuous"])
 def test_2d_sac(action_sizes):
     continuous, discrete = action_sizes
-    config = sac_config(buffer_init_steps=2000, max_steps=3000)
+    config = sac_test_config(buffer_init_steps=2000, max_steps=3000)
     scores = [
         score(config, seed, continuous_size=continuous, discrete_branches=discrete, step_size=0.8) for seed in (1, 2)
     ]
@@ -89,7 +57,7 @@ def test_2d_sac(action_sizes):
 @pytest.mark.parametrize("action_sizes", [(0, 1), (1, 0)], ids=["discrete", "continuous"])
 def test_visual_sac(action_sizes, num_visual):
     continuous, discrete = action_sizes
-    config = sac_config(batch_size=16, learning_rate=3e-4)
+    config = sac_test_config(batch_size=16, learning_rate=3e-4)
     env = {"continuous_size": continuous, "discrete_branches": discrete, "num_visual": num_visual, "num_vector": 0}
     assert score(config, 1, **env) > 0.9
 
@@ -98,7 +66,7 @@ def test_visual_sac(action_sizes, num_visual):
 def test_visual_advanced_sac(vis_encode_type):
     # ML-Agents lowers the resolution for these slow encoders and asks for 0.5 in 100 steps
     size = (5, 5, 5) if vis_encode_type == "match3" else (36, 36, 3)
-    config = sac_config(
+    config = sac_test_config(
         network={"vis_encode_type": EncoderType(vis_encode_type)},
         batch_size=16,
         learning_rate=3e-4,
@@ -114,7 +82,7 @@ def test_hybrid_sac(action_sizes):
     # ML-Agents' four sizes on the training seed its CI uses (1337). Over seeds 1-5 the sizes pass
     # 5, 2, 5 and 4 times of 5 (benchmarks/learning_seeds.py sac_hybrid): (2, 2) is the hard one.
     continuous, discrete = action_sizes
-    config = sac_config(buffer_size=50_000, batch_size=256, buffer_init_steps=0, max_steps=10_000)
+    config = sac_test_config(buffer_size=50_000, batch_size=256, buffer_init_steps=0, max_steps=10_000)
     assert score(config, 1337, continuous_size=continuous, discrete_branches=discrete, step_size=0.8) > 0.9
 
 

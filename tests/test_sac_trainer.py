@@ -115,7 +115,8 @@ def mlagents_gradient_steps(step_counts, batch_size: int, init: int, steps_per_u
 
 def parameters(sac: SAC) -> dict[str, torch.Tensor]:
     tensors = {f"actor.{k}": v for k, v in sac.policy.actor.state_dict().items()}
-    tensors |= {f"q.{k}": v for k, v in sac.q.state_dict().items()}
+    tensors |= {f"q1.{k}": v for k, v in sac.q1.state_dict().items()}
+    tensors |= {f"q2.{k}": v for k, v in sac.q2.state_dict().items()}
     tensors |= {f"value.{k}": v for k, v in sac.value.state_dict().items()}
     tensors |= {f"target.{k}": v for k, v in sac.target_value.state_dict().items()}
     tensors |= {"alpha.c": sac.continuous_log_alpha, "alpha.d": sac.discrete_log_alphas}
@@ -207,7 +208,7 @@ def test_one_step_equals_mlagents_three_optimisers(kind):
         batch = reference.replay.sample(8, reference._sampling)
         losses = reference.losses(batch)
         actor = list(reference.policy.actor.parameters())
-        critics = [*reference.q.parameters(), *reference.value.parameters()]
+        critics = [*reference.q1.parameters(), *reference.q2.parameters(), *reference.value.parameters()]
         alphas = [reference.continuous_log_alpha] if spec.action_spec.continuous_size else []
         alphas += [reference.discrete_log_alphas] if spec.action_spec.discrete_branches else []
         optimisers = getattr(reference, "_reference_optimisers", None)

@@ -41,7 +41,7 @@ from trainers.policy import TorchPolicy
 from trainers.ppo_math import decayed_value
 from trainers.replay_buffer import ReplayBatch, ReplayBuffer, transition_bytes
 from trainers.reward_signals import EpisodeSignalRewards, create_reward_signals
-from trainers.sac_networks import TwinQ, without_normalizer
+from trainers.sac_networks import QNetwork, without_normalizer
 from trainers.seeding import Stream
 from trainers.settings import SACSettings, TrainerSettings
 
@@ -97,10 +97,10 @@ class SAC:
         self.branches = self.policy.discrete_branches
         generator = seeding.generator(seed, Stream.CRITIC_INIT)
         specs = behavior_spec.observation_specs
-        self.q = TwinQ(specs, network, stream_names, self.continuous_size, self.branches, generator=generator)
-        self.value = Critic(specs, without_normalizer(network), stream_names, generator=generator)
-        self.q.to(self.device)
-        self.value.to(self.device)
+        q_args = (specs, network, stream_names, self.continuous_size, self.branches)
+        self.q1 = QNetwork(*q_args, generator=generator).to(self.device)
+        self.q2 = QNetwork(*q_args, generator=generator).to(self.device)
+        self.value = Critic(specs, without_normalizer(network), stream_names, generator=generator).to(self.device)
         self.target_value = copy.deepcopy(self.value).requires_grad_(False)
 
         log_init = math.log(hyperparameters.init_entcoef)
@@ -111,7 +111,8 @@ class SAC:
         self._actor_parameters = list(self.policy.actor.parameters())
         alphas = [self.continuous_log_alpha] if self.continuous_size else []
         alphas += [self.discrete_log_alphas] if self.branches else []
-        trained = [*self._actor_parameters, *self.q.parameters(), *self.value.parameters(), *alphas]
+        critics = [*self.q1.parameters(), *self.q2.parameters(), *self.value.parameters()]
+        trained = [*self._actor_parameters, *critics, *alphas]
         self.optimizer = torch.optim.Adam(trained, lr=hyperparameters.learning_rate, fused=True)
 
         shapes = [tuple(int(s) for s in spec.shape) for spec in specs]
@@ -224,9 +225,9 @@ class SAC:
         discrete_alphas = self.discrete_log_alphas.detach().exp()
 
         # Q networks on the transitions' own actions, towards r + gamma V_target(s')
-        part1, part2 = self.q.observation_parts(obs)
-        q1 = self.q.q1.from_observation_part(part1, batch.continuous_actions)
-        q2 = self.q.q2.from_observation_part(part2, batch.continuous_actions)
+        part1, part2 = self.q1.observation_part(obs), self.q2.observation_part(obs)
+        q1 = self.q1.from_observation_part(part1, batch.continuous_actions)
+        q2 = self.q2.from_observation_part(part2, batch.continuous_actions)
         with torch.no_grad():
             next_values = self.target_value.stacked(actor.encoder.normalize(list(batch.next_obs)))
             backup = sac_math.q_backup(batch.rewards, batch.dones, self._gammas, next_values)
@@ -235,9 +236,9 @@ class SAC:
 
         # Q networks at the policy's own action: Q1 differentiable in the action only
         if self.continuous_size:
-            q1_policy = self.q.q1.from_observation_part(part1.detach(), actions)
+            q1_policy = self.q1.from_observation_part(part1.detach(), actions)
             with torch.no_grad():
-                q2_policy = self.q.q2.from_observation_part(part2, actions)
+                q2_policy = self.q2.from_observation_part(part2, actions)
         else:  # the action is not an input: the same values, as constants
             q1_policy, q2_policy = q1.detach(), q2.detach()
         probs = discrete_log_probs.detach().exp() if discrete_log_probs is not None else None
@@ -268,7 +269,8 @@ class SAC:
     def state(self) -> dict[str, Any]:
         state: dict[str, Any] = {
             "actor": self.policy.actor.state_dict(),
-            "q": self.q.state_dict(),
+            "q1": self.q1.state_dict(),
+            "q2": self.q2.state_dict(),
             "value": self.value.state_dict(),
             "target_value": self.target_value.state_dict(),
             "log_entropy_coefficients": {
@@ -287,7 +289,8 @@ class SAC:
 
     def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
         self.policy.actor.load_state_dict(state["actor"], strict=True)
-        self.q.load_state_dict(state["q"], strict=True)
+        self.q1.load_state_dict(state["q1"], strict=True)
+        self.q2.load_state_dict(state["q2"], strict=True)
         self.value.load_state_dict(state["value"], strict=True)
         self.target_value.load_state_dict(state["target_value"], strict=True)
         coefficients = state["log_entropy_coefficients"]

@@ -1,4 +1,4 @@
-"""SAC's critics: twin Q networks over observations and continuous actions.
+"""SAC's Q networks over observations and continuous actions (SAC trains two: clipped double-Q).
 
 A Q network is ML-Agents' ``ValueNetwork`` with actions: each observation encoded on its own,
 the continuous action joined to the encodings before the hidden layers, then one head per
@@ -87,28 +87,3 @@ class QNetwork(nn.Module):
         for layer in self.encoder.body.dense_layers[1:]:
             h = F.silu(F.linear(h, layer.weight, layer.bias))
         return self.heads(h).view(-1, self.streams, self.outputs)
-
-
-class TwinQ(nn.Module):
-    """Two independently initialised Q networks (``q1``, ``q2``): SAC's clipped double-Q."""
-
-    def __init__(
-        self,
-        observation_specs: Sequence[ObservationSpec],
-        network_settings: NetworkSettings,
-        stream_names: Sequence[str],
-        continuous_size: int,
-        discrete_branches: Sequence[int],
-        *,
-        generator: torch.Generator | None = None,
-    ) -> None:
-        super().__init__()
-        args = (observation_specs, network_settings, stream_names, continuous_size, discrete_branches)
-        self.q1 = QNetwork(*args, generator=generator)
-        self.q2 = QNetwork(*args, generator=generator)
-
-    def forward(self, obs: Sequence[Tensor], continuous_actions: Tensor) -> tuple[Tensor, Tensor]:
-        return self.q1(obs, continuous_actions), self.q2(obs, continuous_actions)
-
-    def observation_parts(self, obs: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
-        return self.q1.observation_part(obs), self.q2.observation_part(obs)

@@ -13,7 +13,32 @@ from mlagents_envs.base_env import BaseEnv
 from envs.builtin import make_env
 from orchestration.run import build_run
 from stats import StatsWriter
-from trainers.settings import RunOptions, TrainerSettings, load_run_options
+from trainers.settings import (
+    NetworkSettings,
+    RunOptions,
+    SACSettings,
+    ScheduleType,
+    TrainerSettings,
+    load_run_options,
+)
+
+# ML-Agents' SAC learning-test configuration (dummy_config._SAC_CONFIG)
+SAC_TEST_CONFIG = TrainerSettings(
+    trainer_type="sac",
+    hyperparameters=SACSettings(
+        learning_rate=5.0e-3,
+        learning_rate_schedule=ScheduleType.CONSTANT,
+        batch_size=8,
+        buffer_init_steps=100,
+        buffer_size=5000,
+        tau=0.01,
+        init_entcoef=0.01,
+    ),
+    network_settings=NetworkSettings(num_layers=1, hidden_units=16),
+    summary_freq=100,
+    max_steps=1000,
+    threaded=False,
+)
 
 
 class RewardLog(StatsWriter):
@@ -40,6 +65,16 @@ def config(name: str, **changes) -> TrainerSettings:
     """The behavior ``name`` of ``config/ppo/<name>.yaml`` with ``changes``."""
     settings = load_run_options(f"config/ppo/{name}.yaml").behavior_settings(name)
     return attrs.evolve(settings, **changes)
+
+
+def sac_test_config(*, network: dict | None = None, max_steps: int | None = None, **hyperparameters) -> TrainerSettings:
+    """ML-Agents' SAC test configuration with a test's changes (hyperparameters by keyword)."""
+    settings = attrs.evolve(
+        SAC_TEST_CONFIG,
+        hyperparameters=attrs.evolve(SAC_TEST_CONFIG.hyperparameters, **hyperparameters),
+        network_settings=attrs.evolve(SAC_TEST_CONFIG.network_settings, **(network or {})),
+    )
+    return settings if max_steps is None else attrs.evolve(settings, max_steps=max_steps)
 
 
 def train_env(
