@@ -18,6 +18,10 @@ the training seed both = seed; ML-Agents' test itself uses the single training s
 passes when the mean of the last 5 finished episodes' returns (``env.episode_returns``, ML-Agents'
 ``env.final_rewards[brain]``) exceeds 0.9, as ``default_reward_processor`` + ``success_threshold``.
 
+At the end of a run ``TrainerController`` saves the model, which includes an ONNX export; with the
+venv's torch that needs ``onnxscript`` (not installed), so ``ModelSerializer.export_policy_model``
+is replaced by a no-op here (the export happens after training and does not affect it).
+
 Runs are sequential, one training at a time.  On import ML-Agents calls
 ``torch.set_num_threads(max(min(cpus // 2, 4), 1))`` (1 on a 2-core machine); this script also
 sets 1 explicitly and reports ``torch.get_num_threads()``.
@@ -29,7 +33,8 @@ docstring (never the project's venv).  From the repository root::
 
     PYTHONPATH=. /tmp/mla/bin/python benchmarks/mlagents_hybrid_sac.py
 
-It prints one JSON object to stdout (20 runs of about 30-60 s each on 2 cores).
+It prints one JSON object to stdout and one progress line per run to stderr (20 runs of about
+30-60 s each on 2 cores).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from __future__ import annotations
 import json
 import math
 import platform
+import sys
 import tempfile
 import time
 from typing import Any
@@ -50,6 +56,7 @@ from mlagents.trainers.environment_parameter_manager import EnvironmentParameter
 from mlagents.trainers.settings import NetworkSettings, SACSettings, ScheduleType, TrainerSettings, TrainerType
 from mlagents.trainers.simple_env_manager import SimpleEnvManager
 from mlagents.trainers.stats import StatsReporter
+from mlagents.trainers.torch.model_serialization import ModelSerializer
 from mlagents.trainers.trainer import TrainerFactory
 from mlagents.trainers.trainer_controller import TrainerController
 from mlagents_envs import logging_util
@@ -129,13 +136,21 @@ def run_one(action_size: tuple[int, int], seed: int) -> dict[str, Any]:
     }
 
 
+def skip_onnx_export(self: ModelSerializer, output_filepath: str) -> None:
+    """Stand-in for ``ModelSerializer.export_policy_model``: the final ONNX export needs onnxscript."""
+
+
 def main() -> None:
     """Run every action size on every seed, one training at a time, and print one JSON object."""
     logging_util.set_log_level(logging_util.ERROR)
+    ModelSerializer.export_policy_model = skip_onnx_export  # type: ignore[method-assign]
     torch.set_num_threads(1)
     sizes: dict[str, Any] = {}
     for action_size in ACTION_SIZES:
-        runs = {str(seed): run_one(action_size, seed) for seed in SEEDS}
+        runs: dict[str, dict[str, Any]] = {}
+        for seed in SEEDS:
+            runs[str(seed)] = run_one(action_size, seed)
+            print(f"{action_size} seed {seed}: {runs[str(seed)]}", file=sys.stderr, flush=True)
         sizes[str(action_size)] = {
             "passes": sum(run["passed"] for run in runs.values()),
             "of": len(runs),

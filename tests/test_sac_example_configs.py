@@ -69,8 +69,9 @@ def behaviors_of(config: str) -> list[tuple[str, str]]:
 def test_example_behavior_starts_training(config, behavior, tmp_path):
     settings = load_run_options(MLAGENTS_CONFIGS / f"sac/{config}.yaml").behaviors[behavior]
     hp = settings.hyperparameters
-    # long enough for a minibatch and a few gradient steps; everything else as configured
-    steps = max(300, hp.batch_size + 4 * int(hp.steps_per_update))
+    # long enough for a minibatch and a few gradient steps before the trajectory that reaches
+    # max_steps (no update follows it); everything else as configured
+    steps = max(300, hp.batch_size + 4 * int(hp.steps_per_update)) + 100
     settings = attrs.evolve(
         settings,
         hyperparameters=attrs.evolve(hp, buffer_init_steps=min(hp.buffer_init_steps, steps // 2)),
@@ -83,6 +84,7 @@ def test_example_behavior_starts_training(config, behavior, tmp_path):
     options = RunOptions(default_settings=settings)
     options = attrs.evolve(
         options,
+        env_settings=attrs.evolve(options.env_settings, seed=1),
         checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=str(tmp_path), run_id="example"),
     )
     tags = Tags()

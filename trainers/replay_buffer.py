@@ -6,7 +6,8 @@ one slice assignment per field (two where it wraps around the end); a minibatch 
 ``index_select`` per field at indices drawn uniformly, with replacement, from a seeded
 ``torch.Generator``. Nothing is done per transition in Python.
 
-The oldest transitions are overwritten once the ring is full, so it always holds the
+Storage is allocated with ``torch.empty``, so memory is committed as the ring fills, not up
+front. The oldest transitions are overwritten once the ring is full, so it always holds the
 ``capacity`` most recent ones (ML-Agents instead cuts its list back to 80% of
 ``buffer_size`` whenever it overflows, so it holds between 80% and 100%).
 """
@@ -81,12 +82,14 @@ class ReplayBuffer:
         self._obs_shapes = [tuple(int(s) for s in shape) for shape in obs_shapes]
         self._obs: list[Tensor | None] = [None] * len(self._obs_shapes)
         self._next_obs: list[Tensor | None] = [None] * len(self._obs_shapes)
+        # torch.empty: the memory is only committed as rows are written (a 2M-transition buffer
+        # costs nothing until it fills); rows at or past ``len(self)`` are never read.
         self._fields: dict[str, Tensor] = {
-            "action_masks": torch.zeros((capacity, int(sum(discrete_branches))), dtype=torch.bool),
-            "continuous_actions": torch.zeros((capacity, continuous_size)),
-            "discrete_actions": torch.zeros((capacity, len(discrete_branches)), dtype=torch.int64),
-            "rewards": torch.zeros((capacity, streams)),
-            "dones": torch.zeros(capacity),
+            "action_masks": torch.empty((capacity, int(sum(discrete_branches))), dtype=torch.bool),
+            "continuous_actions": torch.empty((capacity, continuous_size)),
+            "discrete_actions": torch.empty((capacity, len(discrete_branches)), dtype=torch.int64),
+            "rewards": torch.empty((capacity, streams)),
+            "dones": torch.empty(capacity),
         }
         self._size = 0
         self._next = 0  # the row the next transition goes to
@@ -147,7 +150,7 @@ class ReplayBuffer:
         stored = storage[i]
         if stored is None:
             dtype = torch.uint8 if sample.dtype == np.uint8 else torch.float32
-            stored = storage[i] = torch.zeros((self.capacity, *self._obs_shapes[i]), dtype=dtype)
+            stored = storage[i] = torch.empty((self.capacity, *self._obs_shapes[i]), dtype=dtype)
         return stored
 
     # ------------------------------------------------------------------ sampling
