@@ -301,6 +301,16 @@ def test_without_save_replay_buffer_no_file_and_a_resume_refills(tmp_path):
     assert sac.update_steps - 1 == mlagents_gradient_steps([8] * 6, 8, 0, 2.0)
 
 
+def test_a_saved_buffer_is_not_read_once_save_replay_buffer_is_off(tmp_path):
+    status = TrainingStatus(tmp_path / "training_status.json")
+    first = make_trainer(save_replay_buffer=True, checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status))
+    run_serial(first, range(5))
+    first.save_checkpoint()
+    resumed = make_trainer(checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status))
+    resumed.resume()
+    assert len(resumed.algorithm.replay) == 0
+
+
 def test_a_replay_buffer_that_does_not_fit_is_refused_by_name(tmp_path):
     status = TrainingStatus(tmp_path / "training_status.json")
     continuous = make_trainer(

@@ -51,8 +51,12 @@ class KeepsReplayBuffer(Protocol):
     """An off-policy algorithm whose replay buffer may be saved beside its checkpoints (SAC's
     ``save_replay_buffer``), so ``--resume`` continues with the experience it had."""
 
-    def replay_buffer_state(self) -> dict[str, Any] | None:
-        """The buffer's contents to write (tensors and plain data), or None when not asked to."""
+    @property
+    def saves_replay_buffer(self) -> bool:
+        """Whether the buffer is written with every checkpoint and read back by ``--resume``."""
+
+    def replay_buffer_state(self) -> dict[str, Any]:
+        """The buffer's contents to write (tensors and plain data)."""
 
     def load_replay_buffer(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`replay_buffer_state`; ValueError when it does not fit the behavior."""

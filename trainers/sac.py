@@ -308,9 +308,13 @@ class SAC:
 
     # ------------------------------------------------------------------ replay buffer files
 
-    def replay_buffer_state(self) -> dict[str, Any] | None:
-        """The replay buffer to write beside the checkpoint (``save_replay_buffer``), or None."""
-        return self.replay.state() if self.hyperparameters.save_replay_buffer else None
+    @property
+    def saves_replay_buffer(self) -> bool:
+        return bool(self.hyperparameters.save_replay_buffer)
+
+    def replay_buffer_state(self) -> dict[str, Any]:
+        """The replay buffer to write beside the checkpoint."""
+        return self.replay.state()
 
     def load_replay_buffer(self, state: Mapping[str, Any]) -> None:
         self.replay.load(state)

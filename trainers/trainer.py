@@ -179,10 +179,9 @@ class Trainer:
         """Write the step's checkpoint files; returns their record."""
         if self.checkpoints is None:
             raise CheckpointError(f"{self.behavior_name}: this trainer has no checkpoint folder")
-        if isinstance(self.algorithm, KeepsReplayBuffer):
-            replay = self.algorithm.replay_buffer_state()
-            if replay is not None:  # before checkpoint.pt: a resume never finds an older buffer
-                self.checkpoints.save_replay_buffer(self.step, replay)
+        if isinstance(self.algorithm, KeepsReplayBuffer) and self.algorithm.saves_replay_buffer:
+            # before checkpoint.pt: a resume never finds an older buffer than its checkpoint
+            self.checkpoints.save_replay_buffer(self.step, self.algorithm.replay_buffer_state())
         self._last_checkpoint = self.checkpoints.save(
             self.step, self.checkpoint_state(), functools.partial(export_policy_onnx, self.policy), self._recent_reward
         )
@@ -220,7 +219,12 @@ class Trainer:
         self._publish_policy()
 
     def _load_replay_buffer(self) -> None:
-        if self.checkpoints is None or not isinstance(self.algorithm, KeepsReplayBuffer):
+        """The saved replay buffer, when the algorithm saves one (a file left by an earlier
+        session that saved it is not read once ``save_replay_buffer`` is off, as in ML-Agents)."""
+        algorithm = self.algorithm
+        if self.checkpoints is None or not isinstance(algorithm, KeepsReplayBuffer):
+            return
+        if not algorithm.saves_replay_buffer:
             return
         saved = self.checkpoints.load_replay_buffer()
         if saved is None:
@@ -237,7 +241,7 @@ class Trainer:
                 self.behavior_name,
             )
         try:
-            self.algorithm.load_replay_buffer(state)
+            algorithm.load_replay_buffer(state)
         except (KeyError, ValueError) as error:
             raise CheckpointError(
                 f"{path}: does not fit behavior {self.behavior_name!r} as configured ({error}); delete it to "
