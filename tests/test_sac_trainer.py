@@ -399,3 +399,15 @@ def test_a_replay_buffer_larger_than_memory_is_refused_up_front():
     camera = behavior_spec(obs_shapes=((84, 84, 3),), continuous=2)
     with pytest.raises(ConfigError, match=r"behaviors.Walker.hyperparameters.buffer_size: 100000000 transitions.*"):
         make_trainer(camera, buffer_size=100_000_000)
+
+
+@pytest.mark.parametrize("steps_per_update", [0.1, 0.3, 1.0, 3.0, 7.5, 10.0, 30.0])
+def test_updates_due_match_mlagents_loop_for_any_ratio(steps_per_update):
+    sac = make_trainer(SPECS["continuous"], steps_per_update=steps_per_update, buffer_init_steps=7).algorithm
+    sac.replay.add(trajectory(SPECS["continuous"], 0), np.zeros((8, 1), np.float32))
+    for steps, update_steps in [(7, 1), (8, 1), (100, 1), (100, 5), (1000, 37), (12345, 400)]:
+        sac.steps, sac.update_steps = steps, update_steps
+        expected = 0
+        while (steps - 7) / (update_steps + expected) > steps_per_update:
+            expected += 1
+        assert sac.updates_due() == expected, (steps, update_steps)

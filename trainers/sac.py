@@ -147,7 +147,11 @@ class SAC:
         if len(self.replay) < hp.batch_size or self.steps < hp.buffer_init_steps:
             return 0
         collected = self.steps - hp.buffer_init_steps
-        due = 0
+        # ML-Agents steps while collected / update_steps > steps_per_update: the first count that
+        # stops it, in closed form, then made exact to that comparison at float boundaries
+        due = max(0, math.ceil(collected / hp.steps_per_update) - self.update_steps)
+        while due > 0 and not collected / (self.update_steps + due - 1) > hp.steps_per_update:
+            due -= 1
         while collected / (self.update_steps + due) > hp.steps_per_update:
             due += 1
         return due
