@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from processors import Trajectory
-from trainers.replay_buffer import ReplayBuffer
+from trainers.replay_buffer import ReplayBuffer, transition_bytes
 
 
 def trajectory(start: int, length: int, *, done: bool = False, interrupted: bool = False, image=False) -> Trajectory:
@@ -101,7 +101,12 @@ def test_images_stay_uint8():
     add(replay, trajectory(0, 3, image=True))
     batch = replay.sample(4, torch.Generator().manual_seed(0))
     assert batch.obs[1].dtype == torch.uint8 and batch.next_obs[1].dtype == torch.uint8
-    assert replay.bytes_per_transition == 2 * (2 * 4 + 4) + 3 + 4 + 8 + 2 * 4 + 4
+    # what the stored rows of one transition take is what transition_bytes counts (the README's figure)
+    state = replay.state()
+    stored = sum(t[0].numel() * t.element_size() for k, t in state.items() if isinstance(t, torch.Tensor))
+    stored += sum(o[0].numel() * o.element_size() for o in (*state["obs"], *state["next_obs"]))
+    expected = transition_bytes([(2,), (2, 2, 1)], continuous_size=1, discrete_branches=(3,), streams=2)
+    assert stored == expected == 2 * (2 * 4 + 4) + 3 + 4 + 8 + 2 * 4 + 4
 
 
 def test_saved_state_restores_the_same_samples():

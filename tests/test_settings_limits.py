@@ -121,3 +121,15 @@ def test_parameter_estimate() -> None:
     assert estimate_network_parameters(net, bodies=2) == 2 * estimate_network_parameters(net)
     largest_sane = NetworkSettings(hidden_units=8192, num_layers=8)
     assert estimate_network_parameters(largest_sane, bodies=2) < MAX_NETWORK_PARAMETERS
+
+
+def test_sac_counts_its_four_trained_networks() -> None:
+    # 6 layers of 8192: two bodies (PPO's actor and critic) fit the limit, four (SAC's actor, two
+    # Q networks and value network) do not
+    network = {"hidden_units": 8192, "num_layers": 6}
+    assert estimate_network_parameters(NetworkSettings(**network), bodies=2) < MAX_NETWORK_PARAMETERS
+    ppo = {"behaviors": {"A": {"network_settings": network}}}
+    structure_run_options(ppo)  # accepted
+    sac = {"behaviors": {"A": {"trainer_type": "sac", "network_settings": network}}}
+    (error,) = errors_of(structure_run_options, sac)
+    assert error.startswith("behaviors.A.network_settings: hidden_units (8192) x num_layers (6) make the actor, Q")

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+import attrs
 import numpy as np
 import torch
 from torch import Tensor
@@ -58,8 +59,64 @@ def transition_bytes(
     return 2 * obs + 4 * continuous_size + 8 * len(discrete_branches) + int(sum(discrete_branches)) + 4 * streams + 4
 
 
-# The fields of the storage besides the observations, in state-dict order.
-_FIELDS = ("action_masks", "continuous_actions", "discrete_actions", "rewards", "dones")
+@attrs.define
+class TransitionColumns:
+    """Every per-transition field besides the observations, one tensor each with transitions on
+    axis 0: the ring's storage (``capacity`` rows) or one trajectory's rows. Declared once;
+    copies, sampling and saving go through these fields."""
+
+    action_masks: Tensor  # [N, m] bool, True = allowed (when the observation was seen)
+    continuous_actions: Tensor  # [N, c] as the policy produced them
+    discrete_actions: Tensor  # [N, b] int64 (a trajectory's int32 is cast on writing)
+    rewards: Tensor  # [N, S] one column per reward signal, strength applied
+    dones: Tensor  # [N] float, 1 where the episode truly ended
+
+    @staticmethod
+    def empty(capacity: int, continuous_size: int, discrete_branches: Sequence[int], streams: int) -> TransitionColumns:
+        # torch.empty: the memory is only committed as rows are written (a 2M-transition buffer
+        # costs nothing until it fills); rows at or past the buffer's length are never read.
+        return TransitionColumns(
+            action_masks=torch.empty((capacity, int(sum(discrete_branches))), dtype=torch.bool),
+            continuous_actions=torch.empty((capacity, continuous_size)),
+            discrete_actions=torch.empty((capacity, len(discrete_branches)), dtype=torch.int64),
+            rewards=torch.empty((capacity, streams)),
+            dones=torch.empty(capacity),
+        )
+
+    @staticmethod
+    def of(trajectory: Trajectory, rewards: np.ndarray) -> TransitionColumns:
+        """``trajectory``'s rows (views of its arrays where they are contiguous). The last
+        transition is done only when the episode truly ended: an interrupted (max-step) ending
+        or a time-horizon cut bootstraps from ``next_obs``."""
+        n = trajectory.length
+        dones = np.zeros(n, np.float32)
+        dones[-1] = float(trajectory.terminated)
+
+        def tensor(array: np.ndarray) -> Tensor:
+            return torch.from_numpy(np.ascontiguousarray(array))
+
+        return TransitionColumns(
+            action_masks=tensor(trajectory.action_masks),
+            continuous_actions=tensor(trajectory.continuous_actions),
+            discrete_actions=tensor(trajectory.discrete_actions),
+            rewards=tensor(np.asarray(rewards, np.float32).reshape(n, -1)),
+            dones=torch.from_numpy(dones),
+        )
+
+    def named(self) -> list[tuple[str, Tensor]]:
+        """(field name, tensor) in declaration order (the names of a saved buffer's entries)."""
+        return [(field.name, getattr(self, field.name)) for field in attrs.fields(TransitionColumns)]
+
+    def put(self, rows: slice | Tensor, source: TransitionColumns, source_rows: slice | Tensor) -> None:
+        """Copy ``source``'s ``source_rows`` into this storage's ``rows``, field by field."""
+        for name, tensor in self.named():
+            tensor[rows] = getattr(source, name)[source_rows]
+
+    def take(self, rows: Tensor | slice) -> TransitionColumns:
+        """The rows ``rows`` (an index tensor: gathered copies; a slice: cloned)."""
+        if isinstance(rows, slice):
+            return TransitionColumns(*(tensor[rows].clone() for _, tensor in self.named()))
+        return TransitionColumns(*(tensor.index_select(0, rows) for _, tensor in self.named()))
 
 
 class ReplayBuffer:
@@ -82,26 +139,12 @@ class ReplayBuffer:
         self._obs_shapes = [tuple(int(s) for s in shape) for shape in obs_shapes]
         self._obs: list[Tensor | None] = [None] * len(self._obs_shapes)
         self._next_obs: list[Tensor | None] = [None] * len(self._obs_shapes)
-        # torch.empty: the memory is only committed as rows are written (a 2M-transition buffer
-        # costs nothing until it fills); rows at or past ``len(self)`` are never read.
-        self._fields: dict[str, Tensor] = {
-            "action_masks": torch.empty((capacity, int(sum(discrete_branches))), dtype=torch.bool),
-            "continuous_actions": torch.empty((capacity, continuous_size)),
-            "discrete_actions": torch.empty((capacity, len(discrete_branches)), dtype=torch.int64),
-            "rewards": torch.empty((capacity, streams)),
-            "dones": torch.empty(capacity),
-        }
+        self._columns = TransitionColumns.empty(capacity, continuous_size, discrete_branches, streams)
         self._size = 0
         self._next = 0  # the row the next transition goes to
 
     def __len__(self) -> int:
         return self._size
-
-    @property
-    def bytes_per_transition(self) -> int:
-        """Memory (and ``save_replay_buffer`` disk) per stored transition, once allocated."""
-        obs = sum(int(o[0].numel() * o.element_size()) for o in (*self._obs, *self._next_obs) if o is not None)
-        return obs + sum(int(t[0].numel() * t.element_size()) for t in self._fields.values())
 
     # ------------------------------------------------------------------ writing
 
@@ -112,15 +155,7 @@ class ReplayBuffer:
         (max-step) ending or a time-horizon cut bootstraps from ``next_obs``.
         """
         n = trajectory.length
-        dones = np.zeros(n, np.float32)
-        dones[-1] = float(trajectory.terminated)
-        columns: dict[str, np.ndarray] = {
-            "action_masks": trajectory.action_masks,
-            "continuous_actions": trajectory.continuous_actions,
-            "discrete_actions": trajectory.discrete_actions,
-            "rewards": np.asarray(rewards, np.float32).reshape(n, -1),
-            "dones": dones,
-        }
+        columns = TransitionColumns.of(trajectory, rewards)
         obs = list(trajectory.obs)
         next_obs = [np.concatenate([o[1:], nxt[None]]) for o, nxt in zip(trajectory.obs, trajectory.next_obs)]
         start = 0
@@ -132,8 +167,7 @@ class ReplayBuffer:
                 self._obs_storage(self._next_obs, i, next_obs[i])[row : row + hi - lo] = torch.from_numpy(
                     next_obs[i][lo:hi]
                 )
-            for name, column in columns.items():
-                self._fields[name][row : row + hi - lo] = torch.from_numpy(np.ascontiguousarray(column[lo:hi]))
+            self._columns.put(slice(row, row + hi - lo), columns, slice(lo, hi))
         self._next = (self._next + n - start) % self.capacity
         self._size = min(self._size + n - start, self.capacity)
 
@@ -161,11 +195,15 @@ class ReplayBuffer:
             raise ValueError("cannot sample from an empty replay buffer")
         # rows 0 .. size-1 are filled (until the ring is full, then all of them are)
         rows = torch.randint(self._size, (batch_size,), generator=generator)
-        fields = {name: tensor.index_select(0, rows) for name, tensor in self._fields.items()}
+        columns = self._columns.take(rows)
         return ReplayBatch(
             obs=tuple(o.index_select(0, rows) for o in self._obs if o is not None),
             next_obs=tuple(o.index_select(0, rows) for o in self._next_obs if o is not None),
-            **fields,
+            action_masks=columns.action_masks,
+            continuous_actions=columns.continuous_actions,
+            discrete_actions=columns.discrete_actions,
+            rewards=columns.rewards,
+            dones=columns.dones,
         )
 
     # ------------------------------------------------------------------ saving
@@ -175,8 +213,7 @@ class ReplayBuffer:
         of the same capacity restored from it draws the very same minibatches."""
         rows = slice(0, self._size)
         state: dict[str, Any] = {"capacity": self.capacity, "size": self._size, "next": self._next}
-        for name, tensor in self._fields.items():
-            state[name] = tensor[rows].clone()
+        state.update(self._columns.take(rows).named())
         state["obs"] = [o[rows].clone() for o in self._obs if o is not None]
         state["next_obs"] = [o[rows].clone() for o in self._next_obs if o is not None]
         return state
@@ -195,14 +232,14 @@ class ReplayBuffer:
         for i, (saved, saved_next) in enumerate(zip(state["obs"], state["next_obs"])):
             self._obs_storage(self._obs, i, saved.numpy())[:keep] = saved[order]
             self._obs_storage(self._next_obs, i, saved_next.numpy())[:keep] = saved_next[order]
-        for name in _FIELDS:
-            self._fields[name][:keep] = state[name][order]
+        saved = TransitionColumns(*(state[name] for name, _ in self._columns.named()))
+        self._columns.put(slice(0, keep), saved, order)
         self._size = keep
         self._next = next_row if capacity == self.capacity else keep % self.capacity
 
     def _check_fits(self, state: Mapping[str, Any]) -> None:
-        for name in _FIELDS:
-            saved, target = state[name], self._fields[name]
+        for name, target in self._columns.named():
+            saved = state[name]
             if tuple(saved.shape[1:]) != tuple(target.shape[1:]):
                 raise ValueError(
                     f"saved replay buffer field {name} has shape {list(saved.shape[1:])} per transition, "

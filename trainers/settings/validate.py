@@ -27,6 +27,7 @@ from trainers.settings.schema import (
     NetworkSettings,
     POCASettings,
     RunOptions,
+    SACSettings,
     SelfPlaySettings,
     TrainerSettings,
     UniformSampler,
@@ -95,7 +96,7 @@ def estimate_network_parameters(net: NetworkSettings, *, bodies: int = 1) -> int
     return bodies * body
 
 
-def _check_network(c: _Checks, path: str, net: NetworkSettings, *, bodies: int = 1) -> None:
+def _check_network(c: _Checks, path: str, net: NetworkSettings, *, bodies: int = 1, what: str = "network") -> None:
     _positive(c, path, net, "hidden_units")
     # num_layers 0 is accepted and builds one hidden layer, as in mlagents-learn (its
     # LinearEncoder always builds the first layer); a negative count is a typo.
@@ -104,7 +105,6 @@ def _check_network(c: _Checks, path: str, net: NetworkSettings, *, bodies: int =
         params = estimate_network_parameters(net, bodies=bodies)
         if params >= MAX_NETWORK_PARAMETERS:
             size = params * BYTES_PER_TRAINED_PARAMETER / 2**30
-            what = "actor and critic" if bodies == 2 else "network"
             c.errors.append(
                 f"{path}: hidden_units ({net.hidden_units}) x num_layers ({net.num_layers}) "
                 f"make the {what} at least {params:.3g} parameters, about {size:,.0f} GiB to "
@@ -165,8 +165,15 @@ def check_trainer_settings(
             f"{expected.__name__}, got {type(settings.hyperparameters).__name__}"
         )
     _check_hyperparameters(c, where, settings.hyperparameters)
-    shared = bool(getattr(settings.hyperparameters, "shared_critic", False))
-    _check_network(c, f"{where}.network_settings", settings.network_settings, bodies=1 if shared else 2)
+    # The trained networks built from network_settings: PPO's actor and critic (one body when
+    # shared), SAC's actor, two Q networks and value network (its target is not trained).
+    if isinstance(settings.hyperparameters, SACSettings):
+        bodies, what = 4, "actor, Q and value networks"
+    elif getattr(settings.hyperparameters, "shared_critic", False):
+        bodies, what = 1, "network"
+    else:
+        bodies, what = 2, "actor and critic"
+    _check_network(c, f"{where}.network_settings", settings.network_settings, bodies=bodies, what=what)
     memory = settings.network_settings.memory
     batch = getattr(settings.hyperparameters, "batch_size", None)
     if memory is not None and isinstance(batch, int) and memory.sequence_length > batch:
