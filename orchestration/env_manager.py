@@ -175,10 +175,14 @@ class EnvManager:
             runtime = self.runtimes[behavior_id]
             spec = runtime.policy.behavior_spec
             mask_width = int(sum(spec.action_spec.discrete_branches))
+            recurrent = runtime.policy.memory_size > 0
             if len(parts) == 1:
                 worker_id, decision = parts[0]
+                memories = runtime.manager.get_memories(worker_id, decision.agent_id) if recurrent else None
                 with self.timers.scope(POLICY_EVALUATE):
-                    info = runtime.policy.act(decision.obs, allowed_actions(decision, mask_width), decision.agent_id)
+                    info = runtime.policy.act(
+                        decision.obs, allowed_actions(decision, mask_width), decision.agent_id, memories
+                    )
                 self._last_action[(worker_id, behavior_id)] = info
                 actions[worker_id][behavior_id] = info.env_actions
                 continue
@@ -193,8 +197,11 @@ class EnvManager:
                     ]
                 )
             agent_ids = np.concatenate([d.agent_id for _, d in parts])
+            memories = None
+            if recurrent:
+                memories = np.concatenate([runtime.manager.get_memories(w, d.agent_id) for w, d in parts])
             with self.timers.scope(POLICY_EVALUATE):
-                info = runtime.policy.act(obs, masks, agent_ids)
+                info = runtime.policy.act(obs, masks, agent_ids, memories)
             start = 0
             for worker_id, decision in parts:
                 stop = start + len(decision)

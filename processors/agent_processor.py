@@ -460,6 +460,8 @@ class AgentProcessor:
             group_ids = [ids[:count] for count in count_list]
             group_rewards = [rewards[:count] for count in count_list]
         keys = table.slot_key[slots].tolist()
+        starts = (~table.agent.published[slots]).tolist()
+        table.agent.published[slots] = True
         trajectories = [
             Trajectory(
                 behavior_id=self.behavior_id,
@@ -479,6 +481,7 @@ class AgentProcessor:
                 memories=memory[k, :count],
                 group_id=group_ids[k],
                 group_rewards=group_rewards[k],
+                episode_start=starts[k],
             )
             for k, (count, key) in enumerate(zip(count_list, keys))
         ]

@@ -94,6 +94,7 @@ class AgentColumns:
     last_continuous: np.ndarray  # [S, c] float32
     last_discrete: np.ndarray  # [S, b] int32
     memory_state: np.ndarray  # [S, k] float32: memory to feed with the next observation
+    published: np.ndarray  # [S] bool: a trajectory of the agent's current episode went out
 
 
 _Record = TypeVar("_Record", StepColumns, AgentColumns, ActionColumns)
@@ -297,6 +298,7 @@ class AgentTable:
             last_continuous=np.zeros((0, c), f32),
             last_discrete=np.zeros((0, b), i32),
             memory_state=np.zeros((0, k), f32),
+            published=np.zeros(0, bool),
         )
         self._agent_arrays_to_clear = [a for a in _arrays(self.agent) if a.shape[1:] != (0,)]
         self.slot_key = np.zeros(0, np.int64)

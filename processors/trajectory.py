@@ -75,6 +75,9 @@ class Trajectory:
     group_rewards: np.ndarray = attrs.field(
         default=attrs.Factory(lambda self: np.zeros(self.rewards.shape[0], np.float32), takes_self=True)
     )  # [T] float32
+    # The first trajectory of the agent's episode: a trainer that carries state from one
+    # trajectory of an agent to the next (a recurrent critic's memory) starts it afresh.
+    episode_start: bool = False
 
     @property
     def length(self) -> int:

@@ -38,7 +38,7 @@ class CountingPolicy:
         self.behavior_spec = spec
         self.calls: list[int] = []
 
-    def act(self, obs, masks, agent_ids):
+    def act(self, obs, masks, agent_ids, memories=None):
         n = len(agent_ids)
         self.calls.append(n)
         c = self.behavior_spec.action_spec.continuous_size

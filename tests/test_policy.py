@@ -15,8 +15,7 @@ from mlagents_envs.base_env import (
 )
 
 from processors.trajectory import ActionInfo
-from trainers.exceptions import ConfigError
-from trainers.policy import RecurrentMemoryNotSupportedError, TorchPolicy
+from trainers.policy import TorchPolicy
 from trainers.settings import EncoderType, MemorySettings, NetworkSettings
 
 
@@ -211,12 +210,24 @@ def test_update_normalization_only_when_normalize():
     assert off.actor.encoder.inputs[0].normalizer is None
 
 
-def test_recurrent_memory_is_refused_clearly():
-    settings = NetworkSettings(memory=MemorySettings(sequence_length=16, memory_size=32))
-    with pytest.raises(RecurrentMemoryNotSupportedError, match="memory.*not supported yet") as info:
-        TorchPolicy(MIXES["hybrid"], settings)
-    assert isinstance(info.value, ConfigError)
-    assert TorchPolicy(MIXES["hybrid"], SMALL).memory_size == 0
+def test_recurrent_policy_returns_the_memory_to_feed_next():
+    settings = NetworkSettings(hidden_units=16, memory=MemorySettings(sequence_length=16, memory_size=32))
+    policy = TorchPolicy(MIXES["hybrid"], settings, seed=0)
+    assert policy.memory_size == 32 and TorchPolicy(MIXES["hybrid"], SMALL).memory_size == 0
+    obs = [
+        np.random.default_rng(0).normal(size=(3, *spec.shape)).astype(np.float32)
+        for spec in MIXES["hybrid"].observation_specs
+    ]
+    first = policy.act(obs, None, np.arange(3), deterministic=True)
+    assert first.memories.shape == (3, 32) and np.abs(first.memories).sum() > 0
+    # zeros are what a new agent is fed: the same as no memory at all
+    again = policy.act(obs, None, np.arange(3), np.zeros((3, 32), np.float32), deterministic=True)
+    np.testing.assert_array_equal(again.memories, first.memories)
+    # the memory is an input: feeding it back changes the next decision on the same observation
+    second = policy.act(obs, None, np.arange(3), first.memories, deterministic=True)
+    assert not np.allclose(second.memories, first.memories)
+    with pytest.raises(ValueError, match=r"memories: expected shape \[3, 32\]"):
+        policy.act(obs, None, np.arange(3), np.zeros((3, 16), np.float32))
 
 
 def test_wrong_observations_are_named():

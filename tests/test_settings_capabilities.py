@@ -30,7 +30,6 @@ REFUSED = {
         "behaviors.Crawler.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section",
     ],
     "imitation/Hallway.yaml": [
-        "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section",
         "behaviors.Hallway.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
     ],
     "imitation/PushBlock.yaml": [
@@ -62,9 +61,6 @@ REFUSED = {
         "environment_parameters.mass: samplers are not supported yet (uniform); use a constant value",
         "environment_parameters.scale: samplers are not supported yet (uniform); use a constant value",
     ],
-    "ppo/Hallway.yaml": [
-        "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section",
-    ],
     "ppo/Pyramids.yaml": [
         "behaviors.Pyramids.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic is); remove it",
     ],
@@ -78,9 +74,6 @@ REFUSED = {
         "environment_parameters.big_wall_height: curricula are not supported yet (4 lessons); use a constant value",
         "environment_parameters.small_wall_height: curricula are not supported yet (4 lessons); use a constant value",
     ],
-    "sac/Hallway.yaml": [
-        "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section",
-    ],
     "sac/Pyramids.yaml": [
         "behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
     ],
@@ -92,6 +85,7 @@ ACCEPTED = [
     "ppo/Crawler.yaml",
     "ppo/FoodCollector.yaml",
     "ppo/GridWorld.yaml",
+    "ppo/Hallway.yaml",
     "ppo/Match3.yaml",
     "ppo/PushBlock.yaml",
     "ppo/Visual3DBall.yaml",
@@ -105,6 +99,7 @@ ACCEPTED = [
     "sac/Crawler.yaml",
     "sac/FoodCollector.yaml",
     "sac/GridWorld.yaml",
+    "sac/Hallway.yaml",
     "sac/PushBlock.yaml",
     "sac/Walker.yaml",
     "sac/WallJump.yaml",
@@ -146,12 +141,12 @@ def test_raising_wrapper_lists_every_problem_together() -> None:
 
 
 def test_one_problem_is_one_line() -> None:
-    options = load_run_options(CONFIGS / "ppo/Hallway.yaml")
+    options = load_run_options(CONFIGS / "ppo/PyramidsRND.yaml")
     with pytest.raises(UnsupportedFeatureError) as info:
         require_capabilities(options, BUILTIN)
     assert str(info.value) == (
-        "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; "
-        "remove the memory section"
+        "behaviors.Pyramids.reward_signals.rnd: the rnd reward signal is not supported yet (only extrinsic is); "
+        "remove it"
     )
 
 
@@ -164,12 +159,7 @@ def test_plugin_trainer_types_are_allowed_and_own_their_components() -> None:
         "behaviors.P.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic "
         "is); remove it",
     ]
-    # Memory and self-play are run-wide machinery: refused for plugin types too.
-    hallway = load_run_options(CONFIGS / "sac/Hallway.yaml")
-    assert check_capabilities(hallway, {"ppo", "sac"}) == [
-        "behaviors.Hallway.network_settings.memory: recurrent memory (LSTM) is not supported yet; "
-        "remove the memory section"
-    ]
+    # Self-play is run-wide machinery: refused for plugin types too.
     soccer = load_run_options(CONFIGS / "poca/SoccerTwos.yaml")
     assert check_capabilities(soccer, {"ppo", "poca"}) == [
         "behaviors.SoccerTwos.self_play: self-play (the ghost trainer) is not supported yet; "
@@ -188,8 +178,6 @@ def test_default_settings_are_checked_since_they_train_unlisted_behaviors() -> N
     )
     assert check_capabilities(options, BUILTIN) == [
         "default_settings.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-        "default_settings.network_settings.memory: recurrent memory (LSTM) is not supported yet; "
-        "remove the memory section",
     ]
 
 

@@ -5,6 +5,13 @@ assignment per field. For the update the whole buffer becomes tensors once, and 
 minibatch is an index into them (:meth:`PPOBatch.take`), so there is no per-sample Python.
 Fields are declared (``RolloutArrays``), never looked up by strings built at run time.
 Reward streams are columns (``[B, S]``, one per reward signal, in signal order).
+
+A recurrent policy trains on sequences of ``sequence_length`` steps, as ML-Agents cuts them:
+each trajectory is split from its start into sequences, the last one padded at its end to the
+full length (padding rows are zeros, with every action allowed and ``loss_masks`` False, so
+losses ignore them); a sequence starts from the memories stored at its first row (the
+actor's, as the policy was fed when acting, and the critic's, from the trainer's evaluation).
+Sequences never straddle two trajectories, and minibatches take whole sequences.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ class PPOBatch(NamedTuple):
     advantages: Tensor  # [B] summed over reward signals, normalised over the buffer
     returns: Tensor  # [B, S] lambda-returns per reward signal
     old_values: Tensor  # [B, S] value estimates when the data was collected
+    loss_masks: Tensor | None  # [B] bool, False on padding rows (None: no padding, not recurrent)
+    memories: Tensor  # [B, k] actor memory (read at each sequence's first row; [B, 0] without)
+    critic_memories: Tensor  # [B, k'] critic memory, likewise
 
     def take(self, index: Tensor) -> PPOBatch:
         """The samples at ``index`` ([B'] int64)."""
@@ -43,6 +53,9 @@ class PPOBatch(NamedTuple):
             advantages=self.advantages[index],
             returns=self.returns[index],
             old_values=self.old_values[index],
+            loss_masks=None if self.loss_masks is None else self.loss_masks[index],
+            memories=self.memories[index],
+            critic_memories=self.critic_memories[index],
         )
 
 
@@ -59,10 +72,18 @@ class RolloutArrays:
     advantages: np.ndarray  # [N] float32
     returns: np.ndarray  # [N, S] float32
     values: np.ndarray  # [N, S] float32
+    loss_masks: np.ndarray  # [N] bool, False on padding rows
+    memories: np.ndarray  # [N, k] float32 actor memories
+    critic_memories: np.ndarray  # [N, k'] float32
 
     @staticmethod
     def allocate(
-        capacity: int, n_sensors: int, continuous_size: int, discrete_branches: Sequence[int], streams: int
+        capacity: int,
+        n_sensors: int,
+        continuous_size: int,
+        discrete_branches: Sequence[int],
+        streams: int,
+        memory_sizes: tuple[int, int] = (0, 0),
     ) -> RolloutArrays:
         return RolloutArrays(
             obs=[None] * n_sensors,
@@ -73,6 +94,9 @@ class RolloutArrays:
             advantages=np.zeros(capacity, np.float32),
             returns=np.zeros((capacity, streams), np.float32),
             values=np.zeros((capacity, streams), np.float32),
+            loss_masks=np.zeros(capacity, bool),
+            memories=np.zeros((capacity, memory_sizes[0]), np.float32),
+            critic_memories=np.zeros((capacity, memory_sizes[1]), np.float32),
         )
 
     def grown(self, capacity: int, size: int) -> RolloutArrays:
@@ -92,6 +116,9 @@ class RolloutArrays:
             advantages=grow(self.advantages),
             returns=grow(self.returns),
             values=grow(self.values),
+            loss_masks=grow(self.loss_masks),
+            memories=grow(self.memories),
+            critic_memories=grow(self.critic_memories),
         )
 
 
@@ -99,6 +126,8 @@ class UpdateBuffer:
     """Experience waiting for the next PPO update, with its advantages and returns.
 
     ``capacity`` is a first guess (buffer_size + time_horizon); it grows if needed.
+    ``sequence_length`` > 1 or ``memory_sizes`` (actor, critic) > 0: the recurrent layout of
+    the module docstring; its length counts padding rows, as ML-Agents' buffer does.
     """
 
     def __init__(
@@ -108,13 +137,18 @@ class UpdateBuffer:
         discrete_branches: Sequence[int],
         streams: int,
         capacity: int,
+        *,
+        sequence_length: int = 1,
+        memory_sizes: tuple[int, int] = (0, 0),
     ):
         self._obs_shapes = [tuple(s) for s in obs_shapes]
         self._arrays = RolloutArrays.allocate(
-            capacity, len(self._obs_shapes), continuous_size, discrete_branches, streams
+            capacity, len(self._obs_shapes), continuous_size, discrete_branches, streams, memory_sizes
         )
         self._capacity = capacity
         self._size = 0
+        self.sequence_length = int(sequence_length)
+        self.recurrent = self.sequence_length > 1 or any(size > 0 for size in memory_sizes)
 
     def __len__(self) -> int:
         return self._size
@@ -122,14 +156,24 @@ class UpdateBuffer:
     def clear(self) -> None:
         self._size = 0
 
-    def append(self, trajectory: Trajectory, advantages: np.ndarray, returns: np.ndarray, values: np.ndarray) -> None:
+    def append(
+        self,
+        trajectory: Trajectory,
+        advantages: np.ndarray,
+        returns: np.ndarray,
+        values: np.ndarray,
+        critic_memories: np.ndarray | None = None,
+    ) -> None:
         """Add one trajectory's T samples with their advantages [T] and per-signal returns and
-        value estimates ([T, S])."""
-        n = trajectory.length
+        value estimates ([T, S]); recurrent: padded to whole sequences, with the critic's
+        memory at each sequence's start (``critic_memories`` [ceil(T / L), k'])."""
+        t = trajectory.length
+        length = self.sequence_length
+        n = -(-t // length) * length if self.recurrent else t
         if self._size + n > self._capacity:
             self._capacity = max(self._size + n, 2 * self._capacity)
             self._arrays = self._arrays.grown(self._capacity, self._size)
-        rows = slice(self._size, self._size + n)
+        rows = slice(self._size, self._size + t)
         arrays = self._arrays
         for i, obs in enumerate(trajectory.obs):
             stored = arrays.obs[i]
@@ -145,6 +189,27 @@ class UpdateBuffer:
         arrays.advantages[rows] = advantages
         arrays.returns[rows] = returns
         arrays.values[rows] = values
+        if self.recurrent:
+            arrays.loss_masks[rows] = True
+            arrays.memories[rows] = trajectory.memories
+            padding = slice(self._size + t, self._size + n)
+            for stored_obs in arrays.obs:
+                if stored_obs is not None:
+                    stored_obs[padding] = 0
+            arrays.action_masks[padding] = True
+            for array in (
+                arrays.continuous_actions,
+                arrays.discrete_actions,
+                arrays.log_probs,
+                arrays.advantages,
+                arrays.returns,
+                arrays.values,
+                arrays.memories,
+            ):
+                array[padding] = 0
+            arrays.loss_masks[padding] = False
+            if critic_memories is not None:
+                arrays.critic_memories[self._size : self._size + n : length] = critic_memories
         self._size += n
 
     def to_batch(self, device: torch.device, normalize_advantages: bool = True) -> PPOBatch:
@@ -153,8 +218,13 @@ class UpdateBuffer:
         n = self._size
         arrays = self._arrays
         advantages = arrays.advantages[:n]
+        real = arrays.loss_masks[:n] if self.recurrent else None
         if normalize_advantages and n > 1:
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-10)
+            # over real rows only: padding is no experience (ML-Agents counts its zeros in)
+            sample = advantages if real is None else advantages[real]
+            advantages = (advantages - sample.mean()) / (sample.std() + 1e-10)
+            if real is not None:
+                advantages[~real] = 0
 
         def tensor(array: np.ndarray) -> Tensor:
             return torch.as_tensor(np.ascontiguousarray(array), device=device)
@@ -168,4 +238,7 @@ class UpdateBuffer:
             advantages=tensor(advantages.astype(np.float32)),
             returns=tensor(arrays.returns[:n]),
             old_values=tensor(arrays.values[:n]),
+            loss_masks=None if real is None else tensor(real),
+            memories=tensor(arrays.memories[:n]),
+            critic_memories=tensor(arrays.critic_memories[:n]),
         )

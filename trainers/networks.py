@@ -19,7 +19,12 @@ Discrete actions: one categorical per branch over masked logits. The entropy is 
 the mean of the continuous dimensions' entropies plus the sum of the branches' (the PPO bonus
 ``beta`` is tuned against it).
 
-Not supported yet (errors name the observation): recurrent memory (LSTM), variable-length
+Recurrent memory (``network_settings.memory``): an LSTM of ``memory_size / 2`` units after the
+hidden layers, as ML-Agents' ``NetworkBody``; the action and value heads read its output. A
+memory is ``[N, memory_size]``, the LSTM's hidden state then its cell state, one row per
+sequence; a batch of ``B`` rows is ``N = B / sequence_length`` sequences laid end to end.
+
+Not supported yet (errors name the observation): variable-length
 (buffer sensor) observations that need attention, and goal conditioning by hypernetwork (goal
 observations are ordinary inputs only with ``goal_conditioning_type: none``).
 """
@@ -401,6 +406,60 @@ class ObservationEncoder(nn.Module):
                 encoder.normalizer.update(x)
 
 
+# ---------------------------------------------------------------- recurrent memory
+
+
+class LSTMMemory(nn.Module):
+    """An LSTM over sequences of features, its state carried in a flat memory.
+
+    ``memory_size`` is ML-Agents' (even): the LSTM has ``memory_size / 2`` units and a memory
+    row holds the hidden state then the cell state, so ``recurrent_in``/``recurrent_out`` of
+    an exported model mean what Unity expects. Initialised as ML-Agents' ``lstm_layer``:
+    Xavier-uniform per gate block, zero biases plus 1 on the forget gate (in both bias
+    vectors), so a new memory is kept rather than forgotten.
+    """
+
+    def __init__(self, input_size: int, memory_size: int, *, generator: torch.Generator | None = None) -> None:
+        super().__init__()
+        if memory_size <= 0 or memory_size % 2:
+            raise UnsupportedNetworkError(f"memory_size must be even and > 0, got {memory_size}")
+        self.memory_size = int(memory_size)
+        self.hidden_size = self.memory_size // 2
+        self.lstm = nn.LSTM(input_size, self.hidden_size, batch_first=True)
+        for name, param in self.lstm.named_parameters():
+            blocks = param.data.chunk(4, dim=0)  # input, forget, cell, output gates
+            for gate, block in enumerate(blocks):
+                if name.startswith("weight"):
+                    nn.init.xavier_uniform_(block, generator=generator)
+                else:
+                    block.fill_(1.0 if gate == 1 else 0.0)
+
+    def forward(self, x: Tensor, memories: Tensor | None, sequence_length: int = 1) -> tuple[Tensor, Tensor]:
+        """``x`` [N * L, input_size] (N sequences of L = ``sequence_length`` steps, end to
+        end), ``memories`` [N, memory_size] at each sequence's start (None: zeros) ->
+        (outputs [N * L, memory_size / 2], memories after each sequence [N, memory_size])."""
+        sequences = x.reshape(-1, sequence_length, x.shape[-1])
+        if memories is None:
+            memories = x.new_zeros((sequences.shape[0], self.memory_size))
+        h0 = memories[:, : self.hidden_size].unsqueeze(0).contiguous()
+        c0 = memories[:, self.hidden_size :].unsqueeze(0).contiguous()
+        out, (h, c) = self.lstm(sequences, (h0, c0))
+        return out.reshape(-1, self.hidden_size), torch.cat([h[0], c[0]], dim=1)
+
+
+def memory_module(
+    input_size: int, network_settings: NetworkSettings, generator: torch.Generator | None
+) -> LSTMMemory | None:
+    """The LSTM ``network_settings.memory`` asks for after a body of ``input_size``, or None."""
+    memory = network_settings.memory
+    return None if memory is None else LSTMMemory(input_size, int(memory.memory_size), generator=generator)
+
+
+def _no_memory(h: Tensor, sequence_length: int) -> Tensor:
+    """The empty memory [N, 0] of a network without one (N sequences of the batch ``h``)."""
+    return h.new_zeros((h.shape[0] // max(sequence_length, 1), 0))
+
+
 # ---------------------------------------------------------------- actor
 
 
@@ -410,6 +469,7 @@ class ActionDistribution(NamedTuple):
     mean: Tensor  # [B, c] Gaussian means (before any tanh squashing)
     log_std: Tensor  # [1, c] state-independent log standard deviations, or [B, c] (conditional_sigma)
     log_probs: tuple[Tensor, ...]  # one [B, n_i] normalised (masked) log-probs per branch
+    memories: Tensor  # [N, k] memory after each of the batch's N sequences ([N, 0] without memory)
 
 
 class ActorOutput(NamedTuple):
@@ -420,6 +480,7 @@ class ActorOutput(NamedTuple):
     continuous_log_probs: Tensor  # [B, c]
     discrete_log_probs: Tensor  # [B, b] log-prob of the chosen index per branch
     entropy: Tensor  # [B] mean over continuous dimensions + sum over branches (nats), as ML-Agents
+    memories: Tensor  # [N, k] memory after each of the batch's N sequences ([N, 0] without memory)
 
 
 class Actor(nn.Module):
@@ -428,6 +489,9 @@ class Actor(nn.Module):
     ``conditional_sigma``: the continuous log-std is a head on the features (clamped to
     [-20, 2]) instead of a free parameter; ``tanh_squash``: continuous actions are
     ``tanh`` of the Gaussian sample, already in [-1, 1]. SAC's actor has both, as ML-Agents'.
+    With ``network_settings.memory`` an LSTM sits between the hidden layers and the heads:
+    every call then takes the memories at its sequences' starts (None: zeros) and the
+    ``sequence_length`` its batch is cut into (1 when acting).
     """
 
     def __init__(
@@ -450,7 +514,9 @@ class Actor(nn.Module):
         if any(n < 1 for n in self.discrete_branches):
             raise UnsupportedNetworkError(f"discrete branch sizes must be >= 1, got {self.discrete_branches}")
         self.encoder = ObservationEncoder(observation_specs, network_settings, generator=generator)
-        hidden = self.encoder.output_size
+        self.memory = memory_module(self.encoder.output_size, network_settings, generator)
+        self.memory_size = 0 if self.memory is None else self.memory.memory_size
+        hidden = self.encoder.output_size if self.memory is None else self.memory.hidden_size
         if self.continuous_size:
             self.mean_head = nn.Linear(hidden, self.continuous_size)
             _init_dense(self.mean_head, CONTINUOUS_HEAD_GAIN, generator)
@@ -463,11 +529,31 @@ class Actor(nn.Module):
             self.logits_head = nn.Linear(hidden, sum(self.discrete_branches))
             _init_dense(self.logits_head, DISCRETE_HEAD_GAIN, generator)
 
+    def features(
+        self,
+        obs: Sequence[Tensor],
+        memories: Tensor | None = None,
+        sequence_length: int = 1,
+        *,
+        channels_first: bool = False,
+    ) -> tuple[Tensor, Tensor]:
+        """What the heads read [B, features], and the memories after each sequence [N, k]."""
+        h = self.encoder(obs, channels_first=channels_first)
+        if self.memory is None:
+            return h, _no_memory(h, sequence_length)
+        return self.memory(h, memories, sequence_length)
+
     def forward(
-        self, obs: Sequence[Tensor], masks: Tensor | None = None, *, channels_first: bool = False
+        self,
+        obs: Sequence[Tensor],
+        masks: Tensor | None = None,
+        *,
+        memories: Tensor | None = None,
+        sequence_length: int = 1,
+        channels_first: bool = False,
     ) -> ActionDistribution:
         """``masks``: [B, m] bool/float, True/1 = allowed, or None (all allowed)."""
-        h = self.encoder(obs, channels_first=channels_first)
+        h, memories_out = self.features(obs, memories, sequence_length, channels_first=channels_first)
         if self.continuous_size:
             mean = self.mean_head(h)
             if self.conditional_sigma:
@@ -480,7 +566,7 @@ class Actor(nn.Module):
         if self.discrete_branches:
             logits = mask_logits(self.logits_head(h), masks)
             log_probs = branch_log_probs(logits, self.discrete_branches)
-        return ActionDistribution(mean, log_std, log_probs)
+        return ActionDistribution(mean, log_std, log_probs, memories_out)
 
     def continuous_sample(
         self, dist: ActionDistribution, deterministic: bool = False, *, generator: torch.Generator | None = None
@@ -518,11 +604,13 @@ class Actor(nn.Module):
         masks: Tensor | None,
         deterministic: bool = False,
         *,
+        memories: Tensor | None = None,
+        sequence_length: int = 1,
         generator: torch.Generator | None = None,
     ) -> ActorOutput:
         """Draw actions (``deterministic``: the means and per-branch argmax) with their
         log-probs and entropy. ``generator`` makes the draws reproducible."""
-        dist = self(obs, masks)
+        dist = self(obs, masks, memories=memories, sequence_length=sequence_length)
         batch = dist.mean.shape[0]
         if self.continuous_size:
             continuous, cont_log_probs = self.continuous_sample(dist, deterministic, generator=generator)
@@ -539,14 +627,21 @@ class Actor(nn.Module):
         else:
             discrete = torch.zeros((batch, 0), dtype=torch.int64, device=dist.mean.device)
             disc_log_probs = dist.mean.new_zeros((batch, 0))
-        return ActorOutput(continuous, discrete, cont_log_probs, disc_log_probs, self.entropy(dist))
+        return ActorOutput(continuous, discrete, cont_log_probs, disc_log_probs, self.entropy(dist), dist.memories)
 
     def evaluate_actions(
-        self, obs: Sequence[Tensor], masks: Tensor | None, continuous: Tensor, discrete: Tensor
+        self,
+        obs: Sequence[Tensor],
+        masks: Tensor | None,
+        continuous: Tensor,
+        discrete: Tensor,
+        *,
+        memories: Tensor | None = None,
+        sequence_length: int = 1,
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Log-probs of given actions and the entropy, differentiable (for the PPO loss):
         continuous [B, c], discrete [B, b] -> ([B, c], [B, b], entropy [B])."""
-        dist = self(obs, masks)
+        dist = self(obs, masks, memories=memories, sequence_length=sequence_length)
         batch = dist.mean.shape[0]
         if self.continuous_size:
             if self.tanh_squash:
@@ -600,7 +695,8 @@ class ValueHeads(nn.Module):
 
 
 class Critic(nn.Module):
-    """Observations -> one value estimate per reward signal, with its own encoder/normaliser."""
+    """Observations -> one value estimate per reward signal, with its own encoder/normaliser
+    (and its own LSTM with ``network_settings.memory``, whose memories the trainer keeps)."""
 
     def __init__(
         self,
@@ -612,19 +708,33 @@ class Critic(nn.Module):
     ) -> None:
         super().__init__()
         self.encoder = ObservationEncoder(observation_specs, network_settings, generator=generator)
-        self.value_heads = ValueHeads(self.encoder.output_size, stream_names, generator=generator)
+        self.memory = memory_module(self.encoder.output_size, network_settings, generator)
+        self.memory_size = 0 if self.memory is None else self.memory.memory_size
+        features = self.encoder.output_size if self.memory is None else self.memory.hidden_size
+        self.value_heads = ValueHeads(features, stream_names, generator=generator)
 
     @property
     def stream_names(self) -> tuple[str, ...]:
         return self.value_heads.stream_names
 
-    def forward(self, obs: Sequence[Tensor], *, channels_first: bool = False) -> dict[str, Tensor]:
-        """-> {reward signal name: values [B]}."""
-        return self.value_heads(self.encoder(obs, channels_first=channels_first))
+    def features(
+        self, obs: Sequence[Tensor], memories: Tensor | None = None, sequence_length: int = 1
+    ) -> tuple[Tensor, Tensor]:
+        """What the value heads read [B, features], and the memories after each sequence [N, k]."""
+        h = self.encoder(obs)
+        if self.memory is None:
+            return h, _no_memory(h, sequence_length)
+        return self.memory(h, memories, sequence_length)
 
-    def stacked(self, obs: Sequence[Tensor]) -> Tensor:
+    def forward(
+        self, obs: Sequence[Tensor], memories: Tensor | None = None, sequence_length: int = 1
+    ) -> dict[str, Tensor]:
+        """-> {reward signal name: values [B]}."""
+        return self.value_heads(self.features(obs, memories, sequence_length)[0])
+
+    def stacked(self, obs: Sequence[Tensor], memories: Tensor | None = None, sequence_length: int = 1) -> Tensor:
         """[B, S]: the value estimates as columns, in stream order."""
-        return self.value_heads.stacked(self.encoder(obs))
+        return self.value_heads.stacked(self.features(obs, memories, sequence_length)[0])
 
     def update_normalization(self, obs: Sequence[Tensor]) -> None:
         """Merge a batch of observations into the encoder's normalisers."""

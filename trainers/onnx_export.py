@@ -3,14 +3,17 @@ Barracuda) runs, to the contract of REFERENCE 1.9 (ML-Agents' model API version 
 
 Graph inputs: ``obs_0 .. obs_{N-1}`` (visual ones NCHW), then ``action_masks`` [batch,
 sum(branches)] float with 1 = allowed, only when there are discrete branches (a
-continuous-only model has no mask input, as ML-Agents' pruned exports); no ``recurrent_in``
-(memory size 0). Outputs in order: ``version_number`` [1] = 3, ``memory_size`` [1] = 0, then
+continuous-only model has no mask input, as ML-Agents' pruned exports), then for a recurrent
+policy ``recurrent_in`` [batch, 1, memory_size]. Outputs in order: ``version_number`` [1] = 3,
+``memory_size`` [1] (0 without memory), then
 for continuous actions ``continuous_actions`` (a Gaussian sample clipped to [-3, 3] / 3),
 ``continuous_action_output_shape`` [1], ``deterministic_continuous_actions`` (the mean,
 clipped and scaled the same way; a tanh-squashed SAC actor outputs ``tanh`` of the sample
 and of the mean instead, already in [-1, 1]); for discrete actions ``discrete_actions`` [batch, b] int64
 sampled indices, ``discrete_action_output_shape`` [1, b] (branch sizes),
-``deterministic_discrete_actions`` (argmax). Observation normalisation is inside the graph.
+``deterministic_discrete_actions`` (argmax); for a recurrent policy ``recurrent_out``
+[batch, 1, memory_size], which Unity feeds back as the agent's next ``recurrent_in``.
+Observation normalisation is inside the graph.
 
 Sampling uses opset-9 ops, as ML-Agents' exports: ``RandomNormalLike`` for the Gaussian noise
 and ``Multinomial`` for each branch.
@@ -46,6 +49,8 @@ DETERMINISTIC_CONTINUOUS = "deterministic_continuous_actions"
 DISCRETE_ACTIONS = "discrete_actions"
 DISCRETE_SHAPE = "discrete_action_output_shape"
 DETERMINISTIC_DISCRETE = "deterministic_discrete_actions"
+RECURRENT_IN = "recurrent_in"
+RECURRENT_OUT = "recurrent_out"
 
 
 class _ExportableActor(nn.Module):
@@ -56,7 +61,7 @@ class _ExportableActor(nn.Module):
         self.actor = actor
         self.num_obs = num_obs
         self.version_number = nn.Parameter(torch.tensor([float(MODEL_API_VERSION)]), requires_grad=False)
-        self.memory_size = nn.Parameter(torch.tensor([0.0]), requires_grad=False)
+        self.memory_size = nn.Parameter(torch.tensor([float(actor.memory_size)]), requires_grad=False)
         if actor.continuous_size:
             self.continuous_shape = nn.Parameter(torch.tensor([float(actor.continuous_size)]), requires_grad=False)
         if actor.discrete_branches:
@@ -67,7 +72,8 @@ class _ExportableActor(nn.Module):
     def forward(self, *inputs: Tensor) -> tuple[Tensor, ...]:
         obs = list(inputs[: self.num_obs])
         masks = inputs[self.num_obs] if self.actor.discrete_branches else None
-        dist = self.actor(obs, masks, channels_first=True)
+        memories = inputs[-1][:, 0, :] if self.actor.memory_size else None  # [batch, 1, k] -> [batch, k]
+        dist = self.actor(obs, masks, memories=memories, channels_first=True)
         outputs: list[Tensor] = [self.version_number, self.memory_size]
         if self.actor.continuous_size:
             sample = dist.mean + torch.randn_like(dist.mean) * torch.exp(dist.log_std)
@@ -85,6 +91,8 @@ class _ExportableActor(nn.Module):
                 self.discrete_shape,
                 torch.cat([lp.argmax(dim=1, keepdim=True) for lp in dist.log_probs], dim=1),
             ]
+        if self.actor.memory_size:
+            outputs.append(dist.memories.unsqueeze(1))
         return tuple(outputs)
 
 
@@ -98,6 +106,8 @@ def onnx_input_shapes(policy: TorchPolicy) -> dict[str, tuple[int, ...]]:
         shapes[OBS_INPUT.format(i)] = shape
     if policy.discrete_branches:
         shapes[ACTION_MASKS] = (sum(policy.discrete_branches),)
+    if policy.memory_size:
+        shapes[RECURRENT_IN] = (1, policy.memory_size)
     return shapes
 
 
@@ -108,6 +118,8 @@ def onnx_output_names(policy: TorchPolicy) -> list[str]:
         names += [CONTINUOUS_ACTIONS, CONTINUOUS_SHAPE, DETERMINISTIC_CONTINUOUS]
     if policy.discrete_branches:
         names += [DISCRETE_ACTIONS, DISCRETE_SHAPE, DETERMINISTIC_DISCRETE]
+    if policy.memory_size:
+        names.append(RECURRENT_OUT)
     return names
 
 
@@ -124,11 +136,21 @@ def export_policy_onnx(policy: TorchPolicy, path: str | os.PathLike) -> None:
         for name, shape in input_shapes.items()
     )
     output_names = onnx_output_names(policy)
-    batch_outputs = [CONTINUOUS_ACTIONS, DETERMINISTIC_CONTINUOUS, DISCRETE_ACTIONS, DETERMINISTIC_DISCRETE]
+    batch_outputs = [
+        CONTINUOUS_ACTIONS,
+        DETERMINISTIC_CONTINUOUS,
+        DISCRETE_ACTIONS,
+        DETERMINISTIC_DISCRETE,
+        RECURRENT_OUT,
+    ]
     dynamic_axes = {name: {0: "batch"} for name in [*input_shapes, *(n for n in batch_outputs if n in output_names)]}
     with torch.no_grad(), warnings.catch_warnings():
         # The TorchScript exporter is deprecated in favour of dynamo (which needs onnxscript).
         warnings.simplefilter("ignore", DeprecationWarning)
+        # Tracing an LSTM warns about shape checks and about initial states, which are
+        # graph inputs here (recurrent_in), so any batch size runs.
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        warnings.filterwarnings("ignore", message="Exporting a model to ONNX with a batch_size other than 1")
         torch.onnx.export(
             wrapper,
             dummy,

@@ -18,7 +18,7 @@ from torch import Tensor
 
 from processors.trajectory import ActionInfo
 from trainers import seeding
-from trainers.networks import Actor, UnsupportedNetworkError
+from trainers.networks import Actor
 from trainers.seeding import Stream
 
 if TYPE_CHECKING:
@@ -29,17 +29,14 @@ if TYPE_CHECKING:
 ACTION_CLIP = 3.0
 
 
-class RecurrentMemoryNotSupportedError(UnsupportedNetworkError):
-    """``network_settings.memory`` is set, but LSTM memory is left for a later issue."""
-
-
 class TorchPolicy:
     """Actor + sampling for one behavior.
 
     ``seed`` fixes the initial weights and the stream of sampled actions (None: random).
     ``conditional_sigma``/``tanh_squash``: the actor's continuous head (see
-    :class:`trainers.networks.Actor`; SAC sets both). ``memory_size`` is always 0: recurrent
-    memory is not supported yet and asking for it raises :class:`RecurrentMemoryNotSupportedError`.
+    :class:`trainers.networks.Actor`; SAC sets both). ``memory_size`` is the LSTM memory's
+    width (``network_settings.memory``; 0 without): the policy stays a pure function, memories
+    in with the observations and out with the actions; the processor keeps them per agent.
     """
 
     def __init__(
@@ -52,15 +49,9 @@ class TorchPolicy:
         conditional_sigma: bool = False,
         tanh_squash: bool = False,
     ) -> None:
-        if network_settings.memory is not None:
-            raise RecurrentMemoryNotSupportedError(
-                "network_settings.memory: recurrent memory (LSTM) is not supported yet; "
-                "remove the memory section from this behavior's network_settings"
-            )
         self.behavior_spec = behavior_spec
         self.network_settings = network_settings
         self.device = torch.device(device)
-        self.memory_size = 0
         self.continuous_size = int(behavior_spec.action_spec.continuous_size)
         self.discrete_branches = tuple(int(n) for n in behavior_spec.action_spec.discrete_branches)
         self._obs_shapes = tuple(tuple(int(s) for s in spec.shape) for spec in behavior_spec.observation_specs)
@@ -74,6 +65,7 @@ class TorchPolicy:
             generator=seeding.generator(self.seed, Stream.POLICY_INIT),
         )
         self.actor.to(self.device).eval()
+        self.memory_size = self.actor.memory_size
         self._generator = seeding.generator(self.seed, Stream.POLICY_SAMPLING, self.device)
 
     def inference_copy(self, *, seed: int, device: str | torch.device = "cpu") -> TorchPolicy:
@@ -120,6 +112,15 @@ class TorchPolicy:
             return None
         return torch.as_tensor(np.asarray(action_masks, dtype=bool), device=self.device)
 
+    def memories_to_tensor(self, memories: np.ndarray | None, n: int) -> Tensor | None:
+        """[N, memory_size] memories as a tensor (None: no memory, or zeros for every agent)."""
+        if not self.memory_size or memories is None:
+            return None
+        memories = np.asarray(memories, dtype=np.float32)
+        if memories.shape != (n, self.memory_size):
+            raise ValueError(f"memories: expected shape [{n}, {self.memory_size}], got {list(memories.shape)}")
+        return torch.as_tensor(memories, device=self.device)
+
     # ------------------------------------------------------------ inference
 
     def act(
@@ -133,7 +134,8 @@ class TorchPolicy:
         """Actions for the N agents whose observations are rows of ``obs``, in one batch.
 
         ``action_masks``: [N, sum(branches)] bool, True where allowed (None: all allowed).
-        ``memories`` is ignored (memory size 0). ``deterministic`` (default: the network
+        ``memories``: [N, memory_size], what each agent's previous decision returned (zeros
+        at an episode's start; None: zeros). ``deterministic`` (default: the network
         settings' value) takes the Gaussian means and each branch's most likely action.
         """
         if deterministic is None:
@@ -144,7 +146,11 @@ class TorchPolicy:
             return ActionInfo.empty(self.continuous_size, len(self.discrete_branches), self.memory_size)
         with torch.inference_mode():
             out = self.actor.sample(
-                self.obs_to_tensors(obs), self.masks_to_tensor(action_masks), deterministic, generator=self._generator
+                self.obs_to_tensors(obs),
+                self.masks_to_tensor(action_masks),
+                deterministic,
+                memories=self.memories_to_tensor(memories, n),
+                generator=self._generator,
             )
             continuous = out.continuous.cpu().numpy()
             discrete = out.discrete.to(torch.int32).cpu().numpy()
@@ -161,7 +167,7 @@ class TorchPolicy:
                 continuous_log_probs=out.continuous_log_probs.cpu().numpy(),
                 discrete_log_probs=out.discrete_log_probs.cpu().numpy(),
                 entropy=out.entropy.cpu().numpy(),
-                memories=np.zeros((n, 0), np.float32),
+                memories=out.memories.cpu().numpy(),
             )
         return info
 

@@ -7,6 +7,12 @@ When the buffer holds more than ``buffer_size`` samples (:meth:`PPO.ready`), :me
 makes ``num_epoch`` passes over shuffled minibatches of ``batch_size``, minimising
 policy loss + 0.5 * value loss - beta * entropy, with learning rate, beta and epsilon
 following their schedules over ``max_steps``.
+
+Recurrent (``network_settings.memory``): the critic has its own LSTM, run over each agent's
+trajectories sequence by sequence with its memory carried from one trajectory of the agent to
+the next (reset at an episode's start), as ML-Agents does; the buffer keeps the memory at each
+sequence's start and the update shuffles and batches whole sequences (``batch_size /
+sequence_length`` per minibatch), with padding masked out of every loss.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from trainers.buffer import PPOBatch, UpdateBuffer
 from trainers.exceptions import ConfigError
 from trainers.networks import Critic, ValueHeads
 from trainers.policy import TorchPolicy
-from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae
+from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae, masked_mean
 from trainers.reward_signals import EpisodeSignalRewards, create_reward_signals
 from trainers.seeding import Stream
 from trainers.settings import PPOSettings, TrainerSettings
@@ -41,11 +47,21 @@ class _SharedCritic(torch.nn.Module):
 
     def __init__(self, policy: TorchPolicy, stream_names: list[str], generator: torch.Generator):
         super().__init__()
-        self.encoder = policy.actor.encoder
-        self.value_heads = ValueHeads(self.encoder.output_size, stream_names, generator=generator)
+        self.actor = policy.actor
+        self.memory_size = self.actor.memory_size
+        features = self.actor.encoder.output_size if self.actor.memory is None else self.actor.memory.hidden_size
+        self.value_heads = ValueHeads(features, stream_names, generator=generator)
 
-    def forward(self, obs: list[torch.Tensor]) -> dict[str, torch.Tensor]:
-        return self.value_heads(self.encoder(obs))
+    def features(
+        self, obs: list[torch.Tensor], memories: torch.Tensor | None = None, sequence_length: int = 1
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The actor's features; with memory, the actor's LSTM from the critic's own memories."""
+        return self.actor.features(obs, memories, sequence_length)
+
+    def forward(
+        self, obs: list[torch.Tensor], memories: torch.Tensor | None = None, sequence_length: int = 1
+    ) -> dict[str, torch.Tensor]:
+        return self.value_heads(self.features(obs, memories, sequence_length)[0])
 
     def update_normalization(self, obs: list[torch.Tensor]) -> None:
         """The actor's normaliser is the shared one; the policy updates it."""
@@ -89,13 +105,20 @@ class PPO:
         parameters = {id(p): p for p in [*self.policy.actor.parameters(), *self.critic.parameters()]}
         self.optimizer = torch.optim.Adam(parameters.values(), lr=hyperparameters.learning_rate, fused=True)
         self._shuffle = seeding.generator(seed, Stream.SHUFFLE)
+        memory = settings.network_settings.memory
+        self.sequence_length = 1 if memory is None else int(memory.sequence_length)
         self.buffer = UpdateBuffer(
             [tuple(spec.shape) for spec in behavior_spec.observation_specs],
             self.policy.continuous_size,
             self.policy.discrete_branches,
             len(self.reward_signals),
-            capacity=hyperparameters.buffer_size + settings.time_horizon,
+            capacity=hyperparameters.buffer_size + settings.time_horizon + self.sequence_length,
+            sequence_length=self.sequence_length,
+            memory_sizes=(self.policy.memory_size, self.critic.memory_size),
         )
+        # A recurrent critic's memory after each agent's latest trajectory (ML-Agents'
+        # critic_memory_dict), dropped when the agent's episode ends.
+        self._critic_memories: dict[str, torch.Tensor] = {}
         # Trajectories since the last update, kept only for reward signals that train on them
         # (holding them otherwise would pin memory the update buffer already copied).
         self._training_signals = [signal for signal in self.reward_signals if signal.trains]
@@ -108,8 +131,12 @@ class PPO:
         if self.settings.network_settings.normalize:
             self.policy.update_normalization(trajectory.obs)
             self.critic.update_normalization(self.policy.obs_to_tensors(trajectory.obs))
+        critic_memories = None
         with torch.no_grad():
-            estimates = self.critic(self.policy.obs_to_tensors(obs_with_next))
+            if self.critic.memory_size:
+                estimates, critic_memories = self._recurrent_estimates(trajectory, obs_with_next)
+            else:
+                estimates = self.critic(self.policy.obs_to_tensors(obs_with_next))
         streams = len(self.reward_signals)
         advantages = np.zeros(trajectory.length, np.float32)
         returns = np.zeros((trajectory.length, streams), np.float32)
@@ -124,9 +151,41 @@ class PPO:
             values[:, i] = estimate[:-1]
             self.stats_reporter.add_stats(self._value_tags[i], estimate[:-1])
             self._episode_rewards.add(trajectory, signal.name, rewards)
-        self.buffer.append(trajectory, advantages, returns, values)
+        self.buffer.append(trajectory, advantages, returns, values, critic_memories)
         if self._training_signals:
             self._since_update.append(trajectory)
+
+    def _recurrent_estimates(
+        self, trajectory: Trajectory, obs_with_next: list[np.ndarray]
+    ) -> tuple[dict[str, torch.Tensor], np.ndarray]:
+        """Values of every step and of ``next_obs`` from the recurrent critic, run sequence by
+        sequence from the agent's carried memory; and the memory at each sequence's start
+        [ceil(T / L), k']. The memory after the trajectory is kept for the agent's next one."""
+        obs = self.policy.obs_to_tensors(obs_with_next)
+        t, length = trajectory.length, self.sequence_length
+        memory = None if trajectory.episode_start else self._critic_memories.get(trajectory.agent_id)
+        if memory is None:
+            memory = torch.zeros((1, self.critic.memory_size), device=self.device)
+        starts, chunks = [], []
+        for start in range(0, t, length):
+            stop = min(start + length, t)
+            starts.append(memory)
+            values, memory = self._critic_pass([o[start:stop] for o in obs], memory, stop - start)
+            chunks.append(values)
+        next_values, _ = self._critic_pass([o[t:] for o in obs], memory, 1)
+        chunks.append(next_values)
+        if trajectory.done_reached:
+            self._critic_memories.pop(trajectory.agent_id, None)
+        else:
+            self._critic_memories[trajectory.agent_id] = memory
+        estimates = {name: torch.cat([chunk[name] for chunk in chunks]) for name in chunks[0]}
+        return estimates, torch.cat(starts).cpu().numpy()
+
+    def _critic_pass(
+        self, obs: list[torch.Tensor], memory: torch.Tensor, sequence_length: int
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        features, memory = self.critic.features(obs, memory, sequence_length)
+        return self.critic.value_heads(features), memory
 
     def ready(self) -> bool:
         return len(self.buffer) > self.hyperparameters.buffer_size
@@ -146,15 +205,20 @@ class PPO:
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         batch = self.buffer.to_batch(self.device)
-        samples = len(self.buffer)
-        batch_size = min(self.hyperparameters.batch_size, samples)
-        minibatches = samples // batch_size
+        length = self.sequence_length
+        sequences = len(self.buffer) // length  # whole sequences (steps, without memory)
+        per_minibatch = min(max(self.hyperparameters.batch_size // length, 1), sequences)
+        minibatches = sequences // per_minibatch
+        offsets = torch.arange(length, device=self.device)
         policy_losses, value_losses = [], []
         self.policy.actor.train()
         for _ in range(self.hyperparameters.num_epoch):
-            order = torch.randperm(samples, generator=self._shuffle).to(self.device)
+            order = torch.randperm(sequences, generator=self._shuffle).to(self.device)
+            if length > 1:  # each sequence's rows, in order
+                order = (order.unsqueeze(1) * length + offsets).reshape(-1)
+            rows = per_minibatch * length
             for i in range(minibatches):
-                minibatch = batch.take(order[i * batch_size : (i + 1) * batch_size])
+                minibatch = batch.take(order[i * rows : (i + 1) * rows])
                 policy_loss, value_loss = self._minibatch_step(minibatch, beta, epsilon)
                 policy_losses.append(policy_loss)
                 value_losses.append(value_loss)
@@ -174,19 +238,27 @@ class PPO:
         return stats
 
     def _minibatch_step(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+        length, mask = self.sequence_length, batch.loss_masks
+        memories = batch.memories[::length] if self.policy.memory_size else None
         continuous_log_probs, discrete_log_probs, entropy = self.policy.actor.evaluate_actions(
-            list(batch.obs), batch.action_masks, batch.continuous_actions, batch.discrete_actions
+            list(batch.obs),
+            batch.action_masks,
+            batch.continuous_actions,
+            batch.discrete_actions,
+            memories=memories,
+            sequence_length=length,
         )
         log_probs = torch.cat([continuous_log_probs, discrete_log_probs], dim=1)  # [B, c + b]: a ratio per dimension
-        values = self.critic(list(batch.obs))
+        critic_memories = batch.critic_memories[::length] if self.critic.memory_size else None
+        values = self.critic(list(batch.obs), critic_memories, length)
         value_loss = torch.stack(
             [
-                clipped_value_loss(values[signal.name], batch.old_values[:, i], batch.returns[:, i], epsilon)
+                clipped_value_loss(values[signal.name], batch.old_values[:, i], batch.returns[:, i], epsilon, mask)
                 for i, signal in enumerate(self.reward_signals)
             ]
         ).mean()
-        policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs, batch.advantages, epsilon)
-        loss = policy_loss + 0.5 * value_loss - beta * entropy.mean()
+        policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs, batch.advantages, epsilon, mask)
+        loss = policy_loss + 0.5 * value_loss - beta * masked_mean(entropy, mask)
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()

@@ -41,7 +41,20 @@ def gae(
     return advantages.astype(np.float32), (advantages + values).astype(np.float32)
 
 
-def clipped_surrogate_loss(log_probs: Tensor, old_log_probs: Tensor, advantages: Tensor, epsilon: float) -> Tensor:
+def masked_mean(values: Tensor, mask: Tensor | None) -> Tensor:
+    """Mean of ``values`` ([B] or [B, k]) over the rows where ``mask`` ([B] bool) holds, or
+    over every row when ``mask`` is None. A recurrent batch's padding rows are masked out."""
+    if mask is None:
+        return values.mean()
+    weights = mask.to(values.dtype)
+    if values.dim() == 2:
+        weights = weights.unsqueeze(1).expand_as(values)
+    return (values * weights).sum() / torch.clamp(weights.sum(), min=1.0)
+
+
+def clipped_surrogate_loss(
+    log_probs: Tensor, old_log_probs: Tensor, advantages: Tensor, epsilon: float, mask: Tensor | None = None
+) -> Tensor:
     """PPO's clipped policy loss (to minimise), averaged over the batch (and action dimensions).
 
     log_probs, old_log_probs: [B, k] log-probability of each action dimension (each continuous
@@ -49,22 +62,24 @@ def clipped_surrogate_loss(log_probs: Tensor, old_log_probs: Tensor, advantages:
     dimensions). advantages: [B]. With [B, k], every dimension gets its own ratio
     ``exp(log_prob - old_log_prob)``, clipped on its own, and the clipped objective is averaged
     over B x k, as ML-Agents does: one dimension moving far does not stop the others' gradient.
-    With [B] it is the textbook joint-ratio PPO.
+    With [B] it is the textbook joint-ratio PPO. ``mask`` [B] bool: rows to average over (None: all).
     """
     ratio = torch.exp(log_probs - old_log_probs)
     if ratio.dim() == 2:
         advantages = advantages.unsqueeze(1)
     unclipped = ratio * advantages
     clipped = torch.clamp(ratio, 1.0 - epsilon, 1.0 + epsilon) * advantages
-    return -torch.min(unclipped, clipped).mean()
+    return -masked_mean(torch.min(unclipped, clipped), mask)
 
 
-def clipped_value_loss(values: Tensor, old_values: Tensor, returns: Tensor, epsilon: float) -> Tensor:
+def clipped_value_loss(
+    values: Tensor, old_values: Tensor, returns: Tensor, epsilon: float, mask: Tensor | None = None
+) -> Tensor:
     """Value loss with the estimate kept within ``epsilon`` of the one that collected the
-    data (the worse of the clipped and unclipped squared errors), averaged over the batch.
-    All [B]."""
+    data (the worse of the clipped and unclipped squared errors), averaged over the batch
+    (over the rows of ``mask``, if given). All [B]."""
     clipped = old_values + torch.clamp(values - old_values, -epsilon, epsilon)
-    return torch.max((returns - values) ** 2, (returns - clipped) ** 2).mean()
+    return masked_mean(torch.max((returns - values) ** 2, (returns - clipped) ** 2), mask)
 
 
 def decayed_value(schedule: ScheduleType, initial: float, minimum: float, step: int, max_steps: int) -> float:

@@ -17,9 +17,9 @@ applied) and before anything is written::
 Trainer types come from the caller (the registry: ppo plus plugins), so a plugin's type is
 allowed. What a trainer does with its own sections (reward signals, behavioral cloning) is the
 plugin's business: those checks apply only to the trainer types agents-learn implements itself
-(``OWN_TRAINER_TYPES``) and to types that have no trainer. Recurrent memory, self-play and
-environment parameters are run-wide machinery (the acting policy, the ghost trainer, the
-environment side channel), refused whatever the trainer type.
+(``OWN_TRAINER_TYPES``) and to types that have no trainer. Self-play and
+environment parameters are run-wide machinery (the ghost trainer, the environment side
+channel), refused whatever the trainer type.
 
 Keys parsed but not acted on are refused when they differ from their default (see
 ``_unused_keys``); keys that ML-Agents itself ignores in the same way are accepted.
@@ -103,11 +103,6 @@ def _trainer_problems(where: str, settings: TrainerSettings, available: list[str
     if not has_trainer:
         yield (
             f"{where}.trainer_type: {short_repr(trainer_type)} has no trainer yet (available: {', '.join(available)})"
-        )
-    net = settings.network_settings
-    if net.memory is not None:
-        yield (
-            f"{where}.network_settings.memory: recurrent memory (LSTM) is not supported yet; remove the memory section"
         )
     if settings.self_play is not None:
         yield (f"{where}.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section")
