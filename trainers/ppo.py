@@ -31,9 +31,10 @@ from trainers.buffer import PPOBatch, UpdateBuffer
 from trainers.exceptions import ConfigError
 from trainers.networks import Critic, ValueHeads
 from trainers.policy import TorchPolicy
-from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae, masked_mean
+from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae
 from trainers.reward_signals import EpisodeSignalRewards, create_reward_signals
 from trainers.seeding import Stream
+from trainers.sequences import CriticMemories, masked_mean, sequence_rows
 from trainers.settings import PPOSettings, TrainerSettings
 
 # Floors of the linear schedules, as ML-Agents decays them.
@@ -116,9 +117,7 @@ class PPO:
             sequence_length=self.sequence_length,
             memory_sizes=(self.policy.memory_size, self.critic.memory_size),
         )
-        # A recurrent critic's memory after each agent's latest trajectory (ML-Agents'
-        # critic_memory_dict), dropped when the agent's episode ends.
-        self._critic_memories: dict[str, torch.Tensor] = {}
+        self._critic_memories = CriticMemories(self.critic.memory_size, self.sequence_length, self.device)
         # Trajectories since the last update, kept only for reward signals that train on them
         # (holding them otherwise would pin memory the update buffer already copied).
         self._training_signals = [signal for signal in self.reward_signals if signal.trains]
@@ -134,7 +133,10 @@ class PPO:
         critic_memories = None
         with torch.no_grad():
             if self.critic.memory_size:
-                estimates, critic_memories = self._recurrent_estimates(trajectory, obs_with_next)
+                estimates, start_memories = self._critic_memories.evaluate(
+                    trajectory, self.policy.obs_to_tensors(obs_with_next), self._critic_pass
+                )
+                critic_memories = start_memories.cpu().numpy()
             else:
                 estimates = self.critic(self.policy.obs_to_tensors(obs_with_next))
         streams = len(self.reward_signals)
@@ -154,32 +156,6 @@ class PPO:
         self.buffer.append(trajectory, advantages, returns, values, critic_memories)
         if self._training_signals:
             self._since_update.append(trajectory)
-
-    def _recurrent_estimates(
-        self, trajectory: Trajectory, obs_with_next: list[np.ndarray]
-    ) -> tuple[dict[str, torch.Tensor], np.ndarray]:
-        """Values of every step and of ``next_obs`` from the recurrent critic, run sequence by
-        sequence from the agent's carried memory; and the memory at each sequence's start
-        [ceil(T / L), k']. The memory after the trajectory is kept for the agent's next one."""
-        obs = self.policy.obs_to_tensors(obs_with_next)
-        t, length = trajectory.length, self.sequence_length
-        memory = None if trajectory.episode_start else self._critic_memories.get(trajectory.agent_id)
-        if memory is None:
-            memory = torch.zeros((1, self.critic.memory_size), device=self.device)
-        starts, chunks = [], []
-        for start in range(0, t, length):
-            stop = min(start + length, t)
-            starts.append(memory)
-            values, memory = self._critic_pass([o[start:stop] for o in obs], memory, stop - start)
-            chunks.append(values)
-        next_values, _ = self._critic_pass([o[t:] for o in obs], memory, 1)
-        chunks.append(next_values)
-        if trajectory.done_reached:
-            self._critic_memories.pop(trajectory.agent_id, None)
-        else:
-            self._critic_memories[trajectory.agent_id] = memory
-        estimates = {name: torch.cat([chunk[name] for chunk in chunks]) for name in chunks[0]}
-        return estimates, torch.cat(starts).cpu().numpy()
 
     def _critic_pass(
         self, obs: list[torch.Tensor], memory: torch.Tensor, sequence_length: int
@@ -209,13 +185,11 @@ class PPO:
         sequences = len(self.buffer) // length  # whole sequences (steps, without memory)
         per_minibatch = min(max(self.hyperparameters.batch_size // length, 1), sequences)
         minibatches = sequences // per_minibatch
-        offsets = torch.arange(length, device=self.device)
         policy_losses, value_losses = [], []
         self.policy.actor.train()
         for _ in range(self.hyperparameters.num_epoch):
             order = torch.randperm(sequences, generator=self._shuffle).to(self.device)
-            if length > 1:  # each sequence's rows, in order
-                order = (order.unsqueeze(1) * length + offsets).reshape(-1)
+            order = sequence_rows(order * length, length)  # each sequence's rows, in order
             rows = per_minibatch * length
             for i in range(minibatches):
                 minibatch = batch.take(order[i * rows : (i + 1) * rows])

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from trainers.sequences import masked_mean
 from trainers.settings import ScheduleType
 
 
@@ -39,17 +40,6 @@ def gae(
         running = deltas[t] + decay * running
         advantages[t] = running
     return advantages.astype(np.float32), (advantages + values).astype(np.float32)
-
-
-def masked_mean(values: Tensor, mask: Tensor | None) -> Tensor:
-    """Mean of ``values`` ([B] or [B, k]) over the rows where ``mask`` ([B] bool) holds, or
-    over every row when ``mask`` is None. A recurrent batch's padding rows are masked out."""
-    if mask is None:
-        return values.mean()
-    weights = mask.to(values.dtype)
-    if values.dim() == 2:
-        weights = weights.unsqueeze(1).expand_as(values)
-    return (values * weights).sum() / torch.clamp(weights.sum(), min=1.0)
 
 
 def clipped_surrogate_loss(

@@ -10,6 +10,12 @@ Storage is allocated with ``torch.empty``, so memory is committed as the ring fi
 front. The oldest transitions are overwritten once the ring is full, so it always holds the
 ``capacity`` most recent ones (ML-Agents instead cuts its list back to 80% of
 ``buffer_size`` whenever it overflows, so it holds between 80% and 100%).
+
+For a recurrent policy (``sequence_length`` L > 1) transitions are stored as ML-Agents stores
+them: each trajectory padded to whole sequences of L (``loss_masks`` False on padding), with the
+actor's and the value network's memory at each sequence's start; the capacity is rounded up to
+whole sequences, so sequences stay aligned in the ring, and a minibatch is ``batch_size / L``
+whole sequences drawn uniformly.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import torch
 from torch import Tensor
 
 from processors.trajectory import Trajectory
+from trainers.sequences import padded_length, sequence_rows
 
 
 class ReplayBatch(NamedTuple):
@@ -35,6 +42,9 @@ class ReplayBatch(NamedTuple):
     discrete_actions: Tensor  # [B, b] int64
     rewards: Tensor  # [B, S] one column per reward signal, strength applied
     dones: Tensor  # [B] float, 1 where the episode truly ended (nothing to bootstrap)
+    loss_masks: Tensor | None  # [B] bool, False on padding rows (None: not recurrent)
+    memories: Tensor  # [B, k] actor memory, read at each sequence's first row ([B, 0] without)
+    critic_memories: Tensor  # [B, k'] value network memory, likewise
 
     def to(self, device: torch.device) -> ReplayBatch:
         if device.type == "cpu":
@@ -47,6 +57,9 @@ class ReplayBatch(NamedTuple):
             discrete_actions=self.discrete_actions.to(device),
             rewards=self.rewards.to(device),
             dones=self.dones.to(device),
+            loss_masks=None if self.loss_masks is None else self.loss_masks.to(device),
+            memories=self.memories.to(device),
+            critic_memories=self.critic_memories.to(device),
         )
 
 
@@ -70,9 +83,18 @@ class TransitionColumns:
     discrete_actions: Tensor  # [N, b] int64 (a trajectory's int32 is cast on writing)
     rewards: Tensor  # [N, S] one column per reward signal, strength applied
     dones: Tensor  # [N] float, 1 where the episode truly ended
+    loss_masks: Tensor  # [N] bool, False on a recurrent buffer's padding rows
+    memories: Tensor  # [N, k] actor memory fed with the observation ([N, 0] without memory)
+    critic_memories: Tensor  # [N, k'] value network memory at a sequence's start
 
     @staticmethod
-    def empty(capacity: int, continuous_size: int, discrete_branches: Sequence[int], streams: int) -> TransitionColumns:
+    def empty(
+        capacity: int,
+        continuous_size: int,
+        discrete_branches: Sequence[int],
+        streams: int,
+        memory_sizes: tuple[int, int] = (0, 0),
+    ) -> TransitionColumns:
         # torch.empty: the memory is only committed as rows are written (a 2M-transition buffer
         # costs nothing until it fills); rows at or past the buffer's length are never read.
         return TransitionColumns(
@@ -81,26 +103,51 @@ class TransitionColumns:
             discrete_actions=torch.empty((capacity, len(discrete_branches)), dtype=torch.int64),
             rewards=torch.empty((capacity, streams)),
             dones=torch.empty(capacity),
+            loss_masks=torch.empty(capacity, dtype=torch.bool),
+            memories=torch.empty((capacity, memory_sizes[0])),
+            critic_memories=torch.empty((capacity, memory_sizes[1])),
         )
 
     @staticmethod
-    def of(trajectory: Trajectory, rewards: np.ndarray) -> TransitionColumns:
-        """``trajectory``'s rows (views of its arrays where they are contiguous). The last
-        transition is done only when the episode truly ended: an interrupted (max-step) ending
-        or a time-horizon cut bootstraps from ``next_obs``."""
+    def of(
+        trajectory: Trajectory,
+        rewards: np.ndarray,
+        *,
+        rows: int | None = None,
+        critic_memories: np.ndarray | None = None,
+        sequence_length: int = 1,
+    ) -> TransitionColumns:
+        """``trajectory``'s rows (views of its arrays where they are contiguous), or, with
+        ``rows`` > T, padded to that many (zeros, every action allowed, ``loss_masks`` False).
+        The last transition is done only when the episode truly ended: an interrupted
+        (max-step) ending or a time-horizon cut bootstraps from ``next_obs``.
+        ``critic_memories`` [ceil(T / L), k']: the value network's memory at each sequence's start."""
         n = trajectory.length
-        dones = np.zeros(n, np.float32)
-        dones[-1] = float(trajectory.terminated)
+        total = n if rows is None else rows
+        dones = np.zeros(total, np.float32)
+        dones[n - 1] = float(trajectory.terminated)
+        masks = np.zeros(total, bool)
+        masks[:n] = True
 
-        def tensor(array: np.ndarray) -> Tensor:
+        def tensor(array: np.ndarray, fill: float = 0) -> Tensor:
+            if total > n:
+                padded = np.full((total, *array.shape[1:]), fill, array.dtype)
+                padded[:n] = array
+                array = padded
             return torch.from_numpy(np.ascontiguousarray(array))
 
+        critic = np.zeros((total, 0 if critic_memories is None else critic_memories.shape[1]), np.float32)
+        if critic_memories is not None:
+            critic[::sequence_length] = critic_memories
         return TransitionColumns(
-            action_masks=tensor(trajectory.action_masks),
+            action_masks=tensor(trajectory.action_masks, fill=True),
             continuous_actions=tensor(trajectory.continuous_actions),
             discrete_actions=tensor(trajectory.discrete_actions),
             rewards=tensor(np.asarray(rewards, np.float32).reshape(n, -1)),
             dones=torch.from_numpy(dones),
+            loss_masks=torch.from_numpy(masks),
+            memories=tensor(trajectory.memories),
+            critic_memories=torch.from_numpy(critic),
         )
 
     def named(self) -> list[tuple[str, Tensor]]:
@@ -122,7 +169,8 @@ class TransitionColumns:
 class ReplayBuffer:
     """The ``capacity`` most recent transitions of one behavior (see the module docstring).
 
-    ``streams``: reward signals (columns of ``rewards``).
+    ``streams``: reward signals (columns of ``rewards``). ``sequence_length`` and
+    ``memory_sizes`` (actor, value network): the recurrent layout of the module docstring.
     """
 
     def __init__(
@@ -132,14 +180,20 @@ class ReplayBuffer:
         continuous_size: int,
         discrete_branches: Sequence[int],
         streams: int,
+        *,
+        sequence_length: int = 1,
+        memory_sizes: tuple[int, int] = (0, 0),
     ) -> None:
         if capacity < 1:
             raise ValueError(f"a replay buffer needs room for at least one transition, got capacity {capacity}")
-        self.capacity = int(capacity)
+        self.sequence_length = int(sequence_length)
+        self.recurrent = self.sequence_length > 1 or any(size > 0 for size in memory_sizes)
+        self.capacity = padded_length(int(capacity), self.sequence_length)
+        capacity = self.capacity
         self._obs_shapes = [tuple(int(s) for s in shape) for shape in obs_shapes]
         self._obs: list[Tensor | None] = [None] * len(self._obs_shapes)
         self._next_obs: list[Tensor | None] = [None] * len(self._obs_shapes)
-        self._columns = TransitionColumns.empty(capacity, continuous_size, discrete_branches, streams)
+        self._columns = TransitionColumns.empty(capacity, continuous_size, discrete_branches, streams, memory_sizes)
         self._size = 0
         self._next = 0  # the row the next transition goes to
 
@@ -148,16 +202,24 @@ class ReplayBuffer:
 
     # ------------------------------------------------------------------ writing
 
-    def add(self, trajectory: Trajectory, rewards: np.ndarray) -> None:
-        """Store ``trajectory``'s T transitions with their per-signal ``rewards`` [T, S].
+    def add(self, trajectory: Trajectory, rewards: np.ndarray, critic_memories: np.ndarray | None = None) -> None:
+        """Store ``trajectory``'s T transitions with their per-signal ``rewards`` [T, S]
+        (recurrent: padded to whole sequences, with the value network's memory at each
+        sequence's start, ``critic_memories`` [ceil(T / L), k']).
 
         The last transition is done only when the episode truly ended: an interrupted
         (max-step) ending or a time-horizon cut bootstraps from ``next_obs``.
         """
-        n = trajectory.length
-        columns = TransitionColumns.of(trajectory, rewards)
+        t = trajectory.length
+        n = padded_length(t, self.sequence_length) if self.recurrent else t
+        columns = TransitionColumns.of(
+            trajectory, rewards, rows=n, critic_memories=critic_memories, sequence_length=self.sequence_length
+        )
         obs = list(trajectory.obs)
         next_obs = [np.concatenate([o[1:], nxt[None]]) for o, nxt in zip(trajectory.obs, trajectory.next_obs)]
+        if n > t:
+            obs = [_pad(o, n) for o in obs]
+            next_obs = [_pad(o, n) for o in next_obs]
         start = 0
         if n > self.capacity:  # only the newest ``capacity`` rows can stay
             start = n - self.capacity
@@ -190,11 +252,17 @@ class ReplayBuffer:
     # ------------------------------------------------------------------ sampling
 
     def sample(self, batch_size: int, generator: torch.Generator) -> ReplayBatch:
-        """``batch_size`` transitions drawn uniformly with replacement (on the CPU)."""
+        """``batch_size`` transitions drawn uniformly with replacement (on the CPU); recurrent:
+        ``max(batch_size // L, 1)`` whole sequences, so drawn."""
         if self._size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         # rows 0 .. size-1 are filled (until the ring is full, then all of them are)
-        rows = torch.randint(self._size, (batch_size,), generator=generator)
+        length = self.sequence_length
+        if self.recurrent:
+            starts = torch.randint(self._size // length, (max(batch_size // length, 1),), generator=generator)
+            rows = sequence_rows(starts * length, length)
+        else:
+            rows = torch.randint(self._size, (batch_size,), generator=generator)
         columns = self._columns.take(rows)
         return ReplayBatch(
             obs=tuple(o.index_select(0, rows) for o in self._obs if o is not None),
@@ -204,6 +272,9 @@ class ReplayBuffer:
             discrete_actions=columns.discrete_actions,
             rewards=columns.rewards,
             dones=columns.dones,
+            loss_masks=columns.loss_masks if self.recurrent else None,
+            memories=columns.memories,
+            critic_memories=columns.critic_memories,
         )
 
     # ------------------------------------------------------------------ saving
@@ -232,14 +303,14 @@ class ReplayBuffer:
         for i, (saved, saved_next) in enumerate(zip(state["obs"], state["next_obs"])):
             self._obs_storage(self._obs, i, saved.numpy())[:keep] = saved[order]
             self._obs_storage(self._next_obs, i, saved_next.numpy())[:keep] = saved_next[order]
-        saved = TransitionColumns(*(state[name] for name, _ in self._columns.named()))
+        saved = TransitionColumns(*(_saved_column(state, name, size, column) for name, column in self._columns.named()))
         self._columns.put(slice(0, keep), saved, order)
         self._size = keep
         self._next = next_row if capacity == self.capacity else keep % self.capacity
 
     def _check_fits(self, state: Mapping[str, Any]) -> None:
         for name, target in self._columns.named():
-            saved = state[name]
+            saved = _saved_column(state, name, int(state["size"]), target)
             if tuple(saved.shape[1:]) != tuple(target.shape[1:]):
                 raise ValueError(
                     f"saved replay buffer field {name} has shape {list(saved.shape[1:])} per transition, "
@@ -256,3 +327,20 @@ class ReplayBuffer:
                     f"saved replay buffer observation {i} has shape {list(saved.shape[1:])}, "
                     f"this behavior's is {list(self._obs_shapes[i])}"
                 )
+
+
+def _pad(array: np.ndarray, rows: int) -> np.ndarray:
+    """``array`` [T, ...] with zero rows appended up to ``rows``."""
+    padded = np.zeros((rows, *array.shape[1:]), array.dtype)
+    padded[: array.shape[0]] = array
+    return padded
+
+
+def _saved_column(state: Mapping[str, Any], name: str, size: int, column: Tensor) -> Tensor:
+    """A saved buffer's column; one saved before recurrent buffers existed has no loss masks
+    (every row real) or memories (width 0)."""
+    if name in state:
+        return state[name]
+    if name == "loss_masks":
+        return torch.ones(size, dtype=torch.bool)
+    return torch.zeros((size, *column.shape[1:]))

@@ -43,6 +43,7 @@ from trainers.replay_buffer import ReplayBatch, ReplayBuffer, transition_bytes
 from trainers.reward_signals import EpisodeSignalRewards, create_reward_signals
 from trainers.sac_networks import QNetwork, without_normalizer
 from trainers.seeding import Stream
+from trainers.sequences import CriticMemories
 from trainers.settings import SACSettings, TrainerSettings
 
 logger = logging.getLogger(__name__)
@@ -117,9 +118,18 @@ class SAC:
 
         shapes = [tuple(int(s) for s in spec.shape) for spec in specs]
         _check_replay_memory(behavior_name, hyperparameters.buffer_size, shapes, self.continuous_size, self.branches)
+        memory = network.memory
+        self.sequence_length = 1 if memory is None else int(memory.sequence_length)
         self.replay = ReplayBuffer(
-            hyperparameters.buffer_size, shapes, self.continuous_size, self.branches, len(self.reward_signals)
+            hyperparameters.buffer_size,
+            shapes,
+            self.continuous_size,
+            self.branches,
+            len(self.reward_signals),
+            sequence_length=self.sequence_length,
+            memory_sizes=(self.policy.memory_size, self.value.memory_size),
         )
+        self._value_memories = CriticMemories(self.value.memory_size, self.sequence_length, self.device)
         self._sampling = seeding.generator(seed, Stream.REPLAY_SAMPLING)
         self._noise = seeding.generator(seed, Stream.UPDATE_NOISE, self.device)
         self.steps = 0  # agent steps received (ML-Agents' ``_step``)
@@ -131,14 +141,26 @@ class SAC:
         if self.settings.network_settings.normalize:
             self.policy.update_normalization(trajectory.obs)
         rewards = np.stack([signal.rewards(trajectory) for signal in self.reward_signals], axis=1)
+        value_memories = None
         with torch.no_grad():
-            obs = self.policy.actor.encoder.normalize(self.policy.obs_to_tensors(trajectory.obs))
-            values = self.value.stacked(obs).mean(dim=0).cpu().numpy()
+            if self.value.memory_size:
+                obs_with_next = [np.concatenate([o, n[None]]) for o, n in zip(trajectory.obs, trajectory.next_obs)]
+                obs = self.policy.actor.encoder.normalize(self.policy.obs_to_tensors(obs_with_next))
+                estimates, starts = self._value_memories.evaluate(trajectory, obs, self._value_pass)
+                values = np.array([float(estimates[name][:-1].mean()) for name in self.value.stream_names])
+                value_memories = starts.cpu().numpy()
+            else:
+                obs = self.policy.actor.encoder.normalize(self.policy.obs_to_tensors(trajectory.obs))
+                values = self.value.stacked(obs).mean(dim=0).cpu().numpy()
         for i, signal in enumerate(self.reward_signals):
             self.stats_reporter.add_stat(self._value_tags[i], float(values[i]))
             self._episode_rewards.add(trajectory, signal.name, rewards[:, i])
-        self.replay.add(trajectory, rewards)
+        self.replay.add(trajectory, rewards, value_memories)
         self.steps += trajectory.length
+
+    def _value_pass(self, obs: list[Tensor], memory: Tensor, sequence_length: int) -> tuple[dict[str, Tensor], Tensor]:
+        features, memory = self.value.features(obs, memory, sequence_length)
+        return self.value.value_heads(features), memory
 
     def updates_due(self) -> int:
         """Gradient steps owed to the steps received (0 until ``buffer_init_steps`` steps
@@ -218,8 +240,11 @@ class SAC:
         """SAC's losses on ``batch`` (the policy's continuous action drawn from the update noise
         stream)."""
         actor, branches = self.policy.actor, self.branches
+        length, mask = self.sequence_length, batch.loss_masks
+        memories = batch.memories[::length] if actor.memory_size else None
+        value_memories = batch.critic_memories[::length] if self.value.memory_size else None
         obs = actor.encoder.normalize(list(batch.obs))
-        dist = actor(list(batch.obs), batch.action_masks)
+        dist = actor(list(batch.obs), batch.action_masks, memories=memories, sequence_length=length)
         if self.continuous_size:
             actions, continuous_log_probs = actor.continuous_sample(dist, generator=self._noise)
         else:
@@ -230,19 +255,25 @@ class SAC:
 
         # Q networks on the transitions' own actions, towards r + gamma V_target(s')
         part1, part2 = self.q1.observation_part(obs), self.q2.observation_part(obs)
-        q1 = self.q1.from_observation_part(part1, batch.continuous_actions)
-        q2 = self.q2.from_observation_part(part2, batch.continuous_actions)
+        q1 = self.q1.from_observation_part(part1, batch.continuous_actions, length)
+        q2 = self.q2.from_observation_part(part2, batch.continuous_actions, length)
         with torch.no_grad():
-            next_values = self.target_value.stacked(actor.encoder.normalize(list(batch.next_obs)))
+            next_memories = None
+            if value_memories is not None:
+                # the memory before each sequence's second observation (its first next_obs),
+                # as ML-Agents gets it: one value-network step from the sequence's start
+                _, next_memories = self.value.features([o[::length] for o in obs], value_memories, 1)
+            next_obs = actor.encoder.normalize(list(batch.next_obs))
+            next_values = self.target_value.stacked(next_obs, next_memories, length)
             backup = sac_math.q_backup(batch.rewards, batch.dones, self._gammas, next_values)
-        q1_loss = sac_math.q_loss(sac_math.chosen_q(q1, batch.discrete_actions, branches), backup)
-        q2_loss = sac_math.q_loss(sac_math.chosen_q(q2, batch.discrete_actions, branches), backup)
+        q1_loss = sac_math.q_loss(sac_math.chosen_q(q1, batch.discrete_actions, branches), backup, mask)
+        q2_loss = sac_math.q_loss(sac_math.chosen_q(q2, batch.discrete_actions, branches), backup, mask)
 
         # Q networks at the policy's own action: Q1 differentiable in the action only
         if self.continuous_size:
-            q1_policy = self.q1.from_observation_part(part1.detach(), actions)
+            q1_policy = self.q1.from_observation_part(part1.detach(), actions, length)
             with torch.no_grad():
-                q2_policy = self.q2.from_observation_part(part2, actions)
+                q2_policy = self.q2.from_observation_part(part2, actions, length)
         else:  # the action is not an input: the same values, as constants
             q1_policy, q2_policy = q1.detach(), q2.detach()
         probs = discrete_log_probs.detach().exp() if discrete_log_probs is not None else None
@@ -253,9 +284,9 @@ class SAC:
             soft_value = sac_math.value_target(
                 min_q, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches
             )
-        value_loss = sac_math.value_loss(self.value.stacked(obs), soft_value)
+        value_loss = sac_math.value_loss(self.value.stacked(obs, value_memories, length), soft_value, mask)
         policy_loss = sac_math.policy_loss(
-            q1_policy, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches
+            q1_policy, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches, mask
         )
         entropy_loss = sac_math.entropy_coefficient_loss(
             self.continuous_log_alpha,
@@ -265,6 +296,7 @@ class SAC:
             discrete_log_probs,
             self.discrete_targets,
             branches,
+            mask,
         )
         return SACLosses(policy_loss, value_loss, q1_loss, q2_loss, entropy_loss)
 

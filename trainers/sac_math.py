@@ -18,6 +18,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from trainers.sequences import masked_mean
+
 # ML-Agents' target entropies: -1 per continuous dimension, and 0.2 * log(n) for a discrete
 # branch of n actions ("roughly an epsilon-greedy 0.05").
 CONTINUOUS_TARGET_ENTROPY_SCALE = 1.0
@@ -63,9 +65,10 @@ def q_backup(rewards: Tensor, dones: Tensor, gammas: Tensor, next_values: Tensor
     return rewards + (1.0 - dones).unsqueeze(1) * gammas * next_values
 
 
-def q_loss(q: Tensor, backup: Tensor) -> Tensor:
-    """Half the squared error, averaged over transitions and streams: [B, S] x 2 -> []."""
-    return 0.5 * ((q - backup) ** 2).mean()
+def q_loss(q: Tensor, backup: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Half the squared error, averaged over transitions (those of ``mask`` [B], if given) and
+    streams: [B, S] x 2 -> []."""
+    return 0.5 * masked_mean((q - backup) ** 2, mask)
 
 
 def _entropy_terms(
@@ -101,9 +104,10 @@ def value_target(
     return min_q - (continuous + discrete).unsqueeze(1)
 
 
-def value_loss(values: Tensor, target: Tensor) -> Tensor:
-    """Half the squared error of V against its soft target, averaged: [B, S] x 2 -> []."""
-    return 0.5 * ((values - target) ** 2).mean()
+def value_loss(values: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Half the squared error of V against its soft target, averaged (over the transitions of
+    ``mask`` [B], if given): [B, S] x 2 -> []."""
+    return 0.5 * masked_mean((values - target) ** 2, mask)
 
 
 def policy_loss(
@@ -113,8 +117,9 @@ def policy_loss(
     discrete_log_probs: Tensor | None,
     discrete_alphas: Tensor,
     branches: Sequence[int],
+    mask: Tensor | None = None,
 ) -> Tensor:
-    """ML-Agents' SAC policy loss, averaged over the batch.
+    """ML-Agents' SAC policy loss, averaged over the batch (the transitions of ``mask``).
 
     ``q1_policy`` [B, S, K]: the first Q network at the policy's own (reparameterised)
     continuous action, averaged over streams here. Discrete part: per branch
@@ -141,7 +146,7 @@ def policy_loss(
         q_of_policy = mean_q1[:, 0]
     if continuous_log_probs.shape[1]:
         batch = batch + (continuous_alpha * continuous_log_probs - q_of_policy.unsqueeze(1)).mean(dim=1)
-    return batch.mean()
+    return masked_mean(batch, mask)
 
 
 def entropy_coefficient_loss(
@@ -152,17 +157,18 @@ def entropy_coefficient_loss(
     discrete_log_probs: Tensor | None,
     discrete_targets: Sequence[float],
     branches: Sequence[int],
+    mask: Tensor | None = None,
 ) -> Tensor:
     """Automatic entropy tuning: each log-coefficient moves so its part of the policy's
-    entropy approaches the target (``-log_alpha * (log pi + target)``, averaged). Log-probs
-    are treated as constants."""
+    entropy approaches the target (``-log_alpha * (log pi + target)``, averaged over the
+    transitions of ``mask``, if given). Log-probs are treated as constants."""
     loss = continuous_log_alpha.new_zeros(())
     if discrete_log_probs is not None and branches:
         plogp = (discrete_log_probs.exp() * discrete_log_probs).detach()
         gap = torch.stack([part.sum(dim=1) for part in _branches(plogp, branches)], dim=1)
         gap = gap + gap.new_tensor(list(discrete_targets))
-        loss = loss - (discrete_log_alphas * gap).mean(dim=1).mean()
+        loss = loss - masked_mean((discrete_log_alphas * gap).mean(dim=1), mask)
     if continuous_log_probs.shape[1]:
         gap = continuous_log_probs.detach().sum(dim=1) + continuous_target
-        loss = loss - (continuous_log_alpha * gap).mean()
+        loss = loss - masked_mean(continuous_log_alpha * gap, mask)
     return loss

@@ -8,6 +8,9 @@ there are no discrete branches (the continuous action is an input, not an output
 SAC's networks share the actor's observation normaliser, as ML-Agents' do (it copies the
 actor's statistics into them before every update): they are built without normalisers of
 their own and are fed observations the actor's encoder normalised.
+
+With ``network_settings.memory`` a Q network has an LSTM after its hidden layers, as
+ML-Agents' does, started from zeros at every training sequence (SAC keeps no Q memories).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from mlagents_envs.base_env import ObservationSpec
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from trainers.networks import ObservationEncoder
+from trainers.networks import ObservationEncoder, memory_module
 
 if TYPE_CHECKING:
     from trainers.settings import NetworkSettings
@@ -63,14 +66,16 @@ class QNetwork(nn.Module):
         with torch.no_grad():
             first.weight.normal_(0.0, std, generator=generator)
             self.action_weights.normal_(0.0, std, generator=generator)
-        self.heads = nn.Linear(self.encoder.output_size, self.streams * self.outputs)
+        self.memory = memory_module(self.encoder.output_size, network_settings, generator)
+        features = self.encoder.output_size if self.memory is None else self.memory.hidden_size
+        self.heads = nn.Linear(features, self.streams * self.outputs)
         # Xavier-uniform per stream's head, zero bias (ML-Agents' value heads)
-        bound = math.sqrt(6.0 / (self.encoder.output_size + self.outputs))
+        bound = math.sqrt(6.0 / (features + self.outputs))
         nn.init.uniform_(self.heads.weight, -bound, bound, generator=generator)
         nn.init.zeros_(self.heads.bias)
 
-    def forward(self, obs: Sequence[Tensor], continuous_actions: Tensor) -> Tensor:
-        return self.from_observation_part(self.observation_part(obs), continuous_actions)
+    def forward(self, obs: Sequence[Tensor], continuous_actions: Tensor, sequence_length: int = 1) -> Tensor:
+        return self.from_observation_part(self.observation_part(obs), continuous_actions, sequence_length)
 
     def observation_part(self, obs: Sequence[Tensor]) -> Tensor:
         """The first hidden layer's pre-activation from the observations alone, [B, hidden]:
@@ -79,11 +84,14 @@ class QNetwork(nn.Module):
         first = self.encoder.body.dense_layers[0]
         return F.linear(self.encoder.encode_inputs(obs), first.weight, first.bias)
 
-    def from_observation_part(self, part: Tensor, continuous_actions: Tensor) -> Tensor:
-        """Q values [B, S, K] for ``continuous_actions`` [B, c] given :meth:`observation_part`."""
+    def from_observation_part(self, part: Tensor, continuous_actions: Tensor, sequence_length: int = 1) -> Tensor:
+        """Q values [B, S, K] for ``continuous_actions`` [B, c] given :meth:`observation_part`
+        (with memory: the batch is sequences of ``sequence_length``, each from zero memory)."""
         if self.continuous_size:
             part = part + F.linear(continuous_actions, self.action_weights)
         h = F.silu(part)
         for layer in self.encoder.body.dense_layers[1:]:
             h = F.silu(F.linear(h, layer.weight, layer.bias))
+        if self.memory is not None:
+            h, _ = self.memory(h, None, sequence_length)
         return self.heads(h).view(-1, self.streams, self.outputs)
