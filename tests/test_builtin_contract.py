@@ -12,7 +12,7 @@ from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 from envs.builtin import BuiltinEnv, UnknownBuiltinEnvError, available, make_env
 from envs.builtin.checks import ContractViolation, StepChecker, random_action, rollout
 
-ALL = ["3DBall", "Basic", "GridWorld", "Hallway", "Simple", "Spawner", "TwoBehaviors"]
+ALL = ["3DBall", "Basic", "Collect", "GridWorld", "Hallway", "Simple", "Spawner", "TwoBehaviors"]
 
 
 def uniform_policy(env: BaseEnv, seed: int = 0, respect_masks: bool = False):

@@ -13,13 +13,14 @@ BUILTIN_PREFIX = "builtin:"
 def _registry() -> dict[str, type[BuiltinEnv]]:
     from envs.builtin.ball3d import Ball3DEnv
     from envs.builtin.basic import BasicEnv
+    from envs.builtin.collect import CollectEnv
     from envs.builtin.gridworld import GridWorldEnv
     from envs.builtin.hallway import HallwayEnv
     from envs.builtin.simple import SimpleEnv
     from envs.builtin.spawner import SpawnerEnv
     from envs.builtin.two_behaviors import TwoBehaviorsEnv
 
-    classes = (Ball3DEnv, BasicEnv, GridWorldEnv, TwoBehaviorsEnv, SpawnerEnv, SimpleEnv, HallwayEnv)
+    classes = (Ball3DEnv, BasicEnv, GridWorldEnv, TwoBehaviorsEnv, SpawnerEnv, SimpleEnv, HallwayEnv, CollectEnv)
     return {cls.env_name: cls for cls in classes}
 
 
