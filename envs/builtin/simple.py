@@ -120,7 +120,7 @@ def _sizes(
 
 def _flag(option: str, value: object) -> bool:
     """A bool option: True/False, or 1/0 as an environment parameter gives it."""
-    if isinstance(value, bool | int | float | np.integer | np.floating) and float(value) in (0.0, 1.0):
+    if isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating) and float(value) in (0.0, 1.0):
         return bool(value)
     raise ValueError(f"Simple: {option} must be a bool (0 or 1) (got {value!r})")
 
