@@ -106,7 +106,7 @@ def test_images_stay_uint8():
     stored = sum(t[0].numel() * t.element_size() for k, t in state.items() if isinstance(t, torch.Tensor))
     stored += sum(o[0].numel() * o.element_size() for o in (*state["obs"], *state["next_obs"]))
     expected = transition_bytes([(2,), (2, 2, 1)], continuous_size=1, discrete_branches=(3,), streams=2)
-    assert stored == expected == 2 * (2 * 4 + 4) + 3 + 4 + 8 + 2 * 4 + 4
+    assert stored == expected == 2 * (2 * 4 + 4) + 3 + 4 + 8 + 2 * 4 + 4 + 1
 
 
 def test_saved_state_restores_the_same_samples():

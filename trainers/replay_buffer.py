@@ -64,12 +64,17 @@ class ReplayBatch(NamedTuple):
 
 
 def transition_bytes(
-    obs_shapes: Sequence[tuple[int, ...]], continuous_size: int, discrete_branches: Sequence[int], streams: int
+    obs_shapes: Sequence[tuple[int, ...]],
+    continuous_size: int,
+    discrete_branches: Sequence[int],
+    streams: int,
+    memory_sizes: tuple[int, int] = (0, 0),
 ) -> int:
     """Bytes one stored transition takes at least (images counted as uint8, vectors as float32):
-    observation and next observation, actions, masks, rewards, done."""
+    observation and next observation, actions, masks, rewards, done, loss mask, memories."""
     obs = sum((1 if len(shape) == 3 else 4) * int(np.prod(shape)) for shape in obs_shapes)
-    return 2 * obs + 4 * continuous_size + 8 * len(discrete_branches) + int(sum(discrete_branches)) + 4 * streams + 4
+    actions = 4 * continuous_size + 8 * len(discrete_branches) + int(sum(discrete_branches))
+    return 2 * obs + actions + 4 * streams + 4 + 1 + 4 * sum(memory_sizes)
 
 
 @attrs.define

@@ -117,7 +117,8 @@ class SAC:
         self.optimizer = torch.optim.Adam(trained, lr=hyperparameters.learning_rate, fused=True)
 
         shapes = [tuple(int(s) for s in spec.shape) for spec in specs]
-        _check_replay_memory(behavior_name, hyperparameters.buffer_size, shapes, self.continuous_size, self.branches)
+        memory_sizes = (self.policy.memory_size, self.value.memory_size)
+        _check_replay_memory(behavior_name, hyperparameters.buffer_size, shapes, self, memory_sizes)
         memory = network.memory
         self.sequence_length = 1 if memory is None else int(memory.sequence_length)
         self.replay = ReplayBuffer(
@@ -127,7 +128,7 @@ class SAC:
             self.branches,
             len(self.reward_signals),
             sequence_length=self.sequence_length,
-            memory_sizes=(self.policy.memory_size, self.value.memory_size),
+            memory_sizes=memory_sizes,
         )
         self._value_memories = CriticMemories(self.value.memory_size, self.sequence_length, self.device)
         self._sampling = seeding.generator(seed, Stream.REPLAY_SAMPLING)
@@ -364,11 +365,11 @@ def _physical_memory_bytes() -> int | None:
 
 
 def _check_replay_memory(
-    behavior_name: str, capacity: int, shapes: list[tuple[int, ...]], continuous_size: int, branches: tuple[int, ...]
+    behavior_name: str, capacity: int, shapes: list[tuple[int, ...]], sac: SAC, memory_sizes: tuple[int, int]
 ) -> None:
     """Refuse a replay buffer that cannot fit in this machine's memory (before it fills up and
     the run dies hours in); log what it will take."""
-    need = capacity * transition_bytes(shapes, continuous_size, branches, streams=1)
+    need = capacity * transition_bytes(shapes, sac.continuous_size, sac.branches, 1, memory_sizes)
     total = _physical_memory_bytes()
     if total is not None and need > total:
         raise ConfigError(
