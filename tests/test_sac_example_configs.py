@@ -25,6 +25,7 @@ NEAREST = {
     "3DBallHard": ("Simple", {"vec_obs_size": 45, "continuous_size": 2, "max_step": 50}),
     "Basic": ("Basic", {}),
     "GridWorld": ("GridWorld", {}),
+    "Hallway": ("Hallway", {}),
     "Crawler": ("Simple", {"vec_obs_size": 158, "continuous_size": 20, "max_step": 50}),
     "GridFoodCollector": (
         "Simple",
@@ -43,6 +44,7 @@ CONFIGS = [
     "Crawler",
     "FoodCollector",
     "GridWorld",
+    "Hallway",
     "PushBlock",
     "Walker",
     "WallJump",
