@@ -84,7 +84,8 @@ class HyperNetwork(nn.Module):
         return self.weights(layer_norm(h)).reshape(-1, self.input_size, self.output_size)
 
     def forward(self, x: Tensor, goal: Tensor) -> Tensor:
-        return torch.bmm(x.unsqueeze(1), self.generated_weights(goal)).squeeze(1) + self.bias
+        product = torch.bmm(x.unsqueeze(1), self.generated_weights(goal))  # [B, 1, out]
+        return product.reshape(-1, self.output_size) + self.bias
 
 
 class ConditionalEncoder(nn.Module):
