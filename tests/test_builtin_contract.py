@@ -12,7 +12,7 @@ from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 from envs.builtin import BuiltinEnv, UnknownBuiltinEnvError, available, make_env
 from envs.builtin.checks import ContractViolation, StepChecker, random_action, rollout
 
-ALL = ["3DBall", "Basic", "GridWorld", "Simple", "Spawner", "TwoBehaviors"]
+ALL = ["3DBall", "Basic", "Collect", "GridWorld", "Hallway", "Simple", "Spawner", "TwoBehaviors"]
 
 
 def uniform_policy(env: BaseEnv, seed: int = 0, respect_masks: bool = False):
@@ -92,8 +92,9 @@ def test_random_steps_and_resets_keep_the_contract(name):
 
 @pytest.mark.parametrize("name", ALL)
 def test_same_seed_same_steps_and_other_worker_differs(name):
-    # Simple's only randomness is each episode's goal (+-1): 8 agents make a same-goal tie unlikely
-    areas = {"num_areas": 8} if name == "Simple" else {}
+    # Simple's and Hallway's only randomness is each episode's goal or cue (one of 2): 8 agents
+    # make a tie between two streams unlikely
+    areas = {"num_areas": 8} if name in ("Simple", "Hallway") else {}
     first = trace(make_env(name, seed=11, **areas), 60)
     assert first == trace(make_env(name, seed=11, **areas), 60)
     if name == "Basic":  # no randomness at all, as Unity's Basic: every stream is the same

@@ -162,3 +162,140 @@ def test_observation_options_from_environment_parameters():
 def test_bad_observation_options_name_the_option(options, word):
     with pytest.raises(ValueError, match=word):
         make_env("Simple", seed=0, **options)
+
+
+def test_variable_length_observations_come_last_with_buffer_sensor_specs():
+    env = make_env("Simple", seed=1, num_areas=4, num_visual=1, num_var_len=2, step_size=1.0)
+    specs = env.behavior_specs[SIMPLE].observation_specs
+    assert [o.shape for o in specs] == [(1,), (20, 20, 3), (10, 5), (10, 5)]  # ML-Agents' VAR_LEN_SIZE
+    for o in specs[2:]:
+        assert o.dimension_property == (DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE)
+        assert o.observation_type == ObservationType.DEFAULT
+    decision = env.get_steps(SIMPLE)[0]
+    goals = env._goal[np.arange(4)].astype(np.float32)
+    assert all(goal_filled(obs, (10, 5), goals) for obs in decision.obs[2:])  # every row present
+
+
+def test_variable_length_only_and_sizes_from_environment_parameters():
+    params = {"num_vector": 0, "num_var_len": 1, "var_len_max_entities": 6, "var_len_entity_size": 3}
+    env = make_env("Simple", seed=0, env_parameters=params)
+    assert [o.shape for o in env.behavior_specs[SIMPLE].observation_specs] == [(6, 3)]
+    env = make_env("Simple", seed=0, num_var_len=1, var_len_obs_size=(2, 4), env_parameters=params)
+    assert [o.shape for o in env.behavior_specs[SIMPLE].observation_specs] == [(2, 4)]
+    checker = StepChecker(env)
+    checker.after_reset()
+    rollout(env, lambda n, d: ActionTuple(continuous=np.ones((len(d), 1), np.float32)), 30, checker=checker)
+    assert checker.terminals > 0
+
+
+@pytest.mark.parametrize(
+    "options, goal_types",
+    [
+        (dict(goal_indices=[0]), [True]),
+        (dict(num_visual=1, num_var_len=1, goal_indices=(2,)), [False, False, True]),
+        (dict(num_vector=2, num_var_len=1, goal_indices=[0, 2]), [True, False, True]),
+        (dict(num_vector=2, env_parameters={"goal_index": 1}), [False, True]),
+    ],
+)
+def test_goal_indices_mark_goal_signals_and_change_no_content(options, goal_types):
+    env = make_env("Simple", seed=2, num_areas=4, **options)
+    specs = env.behavior_specs[SIMPLE].observation_specs
+    expected = [ObservationType.GOAL_SIGNAL if goal else ObservationType.DEFAULT for goal in goal_types]
+    assert [o.observation_type for o in specs] == expected
+    plain_options = {k: v for k, v in options.items() if k not in ("goal_indices", "env_parameters")}
+    plain = make_env("Simple", seed=2, num_areas=4, **plain_options)
+    assert [o.shape for o in plain.behavior_specs[SIMPLE].observation_specs] == [o.shape for o in specs]
+    assert [o.dimension_property for o in plain.behavior_specs[SIMPLE].observation_specs] == [
+        o.dimension_property for o in specs
+    ]
+    # as ML-Agents: the goal fills every observation, the goal signal and the others alike
+    goals = env._goal[np.arange(4)].astype(np.float32)
+    for obs, spec in zip(env.get_steps(SIMPLE)[0].obs, specs):
+        assert goal_filled(obs, spec.shape, goals)
+
+
+def memory_trace(env, n_decisions: int) -> list[float]:
+    """The first observation value of agent 0 after reset and after each of ``n_decisions``
+    decisions that never finish an episode (all positions stay inside (-1, 1))."""
+    values = [float(env.get_steps(SIMPLE)[0].obs[0][0, 0])]
+    spec = env.behavior_specs[SIMPLE].action_spec
+    for i in range(n_decisions):
+        sign = 1 if i % 2 == 0 else -1  # back and forth
+        env.set_actions(
+            SIMPLE,
+            ActionTuple(
+                continuous=np.full((1, spec.continuous_size), 0.1 * sign, np.float32),
+                discrete=np.full((1, spec.discrete_size), int(sign > 0), np.int32),
+            ),
+        )
+        env.step()
+        values.append(float(env.get_steps(SIMPLE)[0].obs[0][0, 0]))
+    return values
+
+
+@pytest.mark.parametrize(
+    "options, shown",
+    [
+        (dict(), 3),  # one action dimension: ML-Agents' step_count <= 2 for the first 3 observations
+        (dict(continuous_size=0, discrete_branches=1, step_size=0.2), 3),
+        (dict(continuous_size=1, discrete_branches=1), 2),  # step_count grows by 2 a decision
+        (dict(continuous_size=2, discrete_branches=1), 1),
+    ],
+)
+def test_memory_shows_the_goal_only_at_the_start(options, shown):
+    env = make_env("Simple", seed=0, memory=True, **options)
+    goal = float(env._goal[0])
+    assert memory_trace(env, 6) == [goal] * shown + [0.0] * (7 - shown)
+
+
+def test_memory_episode_with_the_goal_remembered_and_hidden_terminal_observation():
+    env = make_env("Simple", seed=4, num_areas=8, env_parameters={"memory": 1.0})
+    assert env.memory
+    goals = env._goal.copy()  # a policy with memory: the goal seen first
+    for decision_index in range(5):  # step 0.2: five decisions to reach an end
+        decision, terminal = env.get_steps(SIMPLE)
+        assert len(terminal) == 0
+        if decision_index < 3:
+            np.testing.assert_array_equal(decision.obs[0][:, 0], goals)
+        else:
+            assert not decision.obs[0].any()
+        env.set_actions(SIMPLE, ActionTuple(continuous=goals[:, None].astype(np.float32)))
+        env.step()
+    decision, terminal = env.get_steps(SIMPLE)
+    assert len(terminal) == 8 and not terminal.obs[0].any()  # ended at step_count 5: hidden
+    np.testing.assert_allclose(terminal.reward, SUCCESS_REWARD, atol=1e-6)
+    np.testing.assert_array_equal(decision.obs[0][:, 0], env._goal)  # new episodes show theirs
+    assert env.episode_returns == pytest.approx([1.06 - 0.04] * 8, abs=1e-5)
+
+
+def test_memory_off_by_default_and_hidden_variable_length_rows_are_empty():
+    assert not make_env("Simple", seed=0).memory
+    env = make_env("Simple", seed=0, memory=True, num_vector=0, num_var_len=1)
+    for _ in range(3):
+        env.set_actions(SIMPLE, ActionTuple(continuous=np.full((1, 1), 0.1, np.float32)))
+        env.step()
+    assert env.get_steps(SIMPLE)[0].obs[0].shape == (1, 10, 5)
+    assert not env.get_steps(SIMPLE)[0].obs[0].any()  # hidden: no entity present
+
+
+@pytest.mark.parametrize(
+    "options, word",
+    [
+        (dict(num_var_len=-1), "num_var_len"),
+        (dict(num_var_len=1, var_len_obs_size=(10,)), "var_len_obs_size"),
+        (dict(num_var_len=1, var_len_obs_size=(0, 5)), "var_len_obs_size"),
+        (dict(env_parameters={"num_var_len": 1, "var_len_entity_size": 0.5}), "var_len_entity_size"),
+        (dict(env_parameters={"var_len_max_entities": -3}), "var_len_max_entities"),
+        (dict(num_vector=0, num_var_len=0), "at least one observation"),
+        (dict(memory=2), "memory"),
+        (dict(env_parameters={"memory": 0.5}), "memory"),
+        (dict(goal_indices=[1]), "goal_indices"),
+        (dict(goal_indices=[-1]), "goal_indices"),
+        (dict(goal_indices=0), "goal_indices"),
+        (dict(env_parameters={"goal_index": 3}), "goal_indices"),
+        (dict(env_parameters={"goal_index": 0.5}), "goal_index"),
+    ],
+)
+def test_bad_memory_var_len_and_goal_options_name_the_option(options, word):
+    with pytest.raises(ValueError, match=word):
+        make_env("Simple", seed=0, **options)

@@ -81,6 +81,18 @@ def visual_obs_spec(height: int, width: int, channels: int) -> ObservationSpec:
     )
 
 
+def var_len_obs_spec(max_entities: int, entity_size: int) -> ObservationSpec:
+    """Spec of a variable-length observation as Unity's BufferSensor sends it: up to
+    ``max_entities`` rows of ``entity_size`` floats, the rows present first, absent rows all
+    zeros (what ML-Agents' attention masks out)."""
+    return ObservationSpec(
+        shape=(max_entities, entity_size),
+        dimension_property=(DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE),
+        observation_type=ObservationType.DEFAULT,
+        name="BufferSensor",
+    )
+
+
 class AgentIdSource:
     """Hands out agent ids, increasing, never reused within one environment."""
 
@@ -466,6 +478,7 @@ __all__ = [
     "action_spec_discrete",
     "behavior_name",
     "one_hot",
+    "var_len_obs_spec",
     "vector_obs_spec",
     "visual_obs_spec",
 ]

@@ -13,12 +13,14 @@ BUILTIN_PREFIX = "builtin:"
 def _registry() -> dict[str, type[BuiltinEnv]]:
     from envs.builtin.ball3d import Ball3DEnv
     from envs.builtin.basic import BasicEnv
+    from envs.builtin.collect import CollectEnv
     from envs.builtin.gridworld import GridWorldEnv
+    from envs.builtin.hallway import HallwayEnv
     from envs.builtin.simple import SimpleEnv
     from envs.builtin.spawner import SpawnerEnv
     from envs.builtin.two_behaviors import TwoBehaviorsEnv
 
-    classes = (Ball3DEnv, BasicEnv, GridWorldEnv, TwoBehaviorsEnv, SpawnerEnv, SimpleEnv)
+    classes = (Ball3DEnv, BasicEnv, GridWorldEnv, TwoBehaviorsEnv, SpawnerEnv, SimpleEnv, HallwayEnv, CollectEnv)
     return {cls.env_name: cls for cls in classes}
 
 
@@ -42,7 +44,7 @@ def make_env(
     each worker of a run gets its own). env_parameters: initial EnvironmentParameters values.
     num_areas: copies of the training area (agents multiply). options: constructor options of
     environments that have them (``Simple``: continuous_size, discrete_branches, num_visual,
-    vis_obs_size as an (H, W, C) tuple...). Raises UnknownBuiltinEnvError (a ValueError) naming
+    vis_obs_size as an (H, W, C) tuple, num_var_len, var_len_obs_size, memory, goal_indices...). Raises UnknownBuiltinEnvError (a ValueError) naming
     the available environments.
     """
     key = name[len(BUILTIN_PREFIX) :] if name.startswith(BUILTIN_PREFIX) else name

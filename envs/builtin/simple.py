@@ -1,32 +1,57 @@
 """Simple: ML-Agents' learning-test environment (``SimpleEnvironment`` of its trainer tests),
-with continuous, discrete or hybrid actions (1 agent per area) and vector and/or visual
-observations.
+with continuous, discrete or hybrid actions (1 agent per area) and vector, visual and/or
+variable-length observations; optionally its ``MemoryEnvironment`` and goal-signal variants.
 
 Each agent sees a goal, -1 or +1 (drawn at every episode start): by default as one float; in
 general as ``num_vector`` vector observations of ``vec_obs_size`` floats, then ``num_visual``
-visual observations of shape ``vis_obs_size`` (H, W, C), every value equal to the goal (as
-ML-Agents' ``_make_obs``: ones * goal, so images hold -1 too, not a camera's [0, 1]). It has one
-position per action dimension (``continuous_size`` continuous dimensions, then
-``discrete_branches`` branches of 2), each starting at 0 and clamped to [-1, 1]. Each decision
-moves every position: a continuous action by its value, a discrete one by +1 (choice 1) or -1
-(choice 0), each move clamped to [-step_size, step_size]. The episode ends when every position
-sits at an end (+-1); then the reward is ``1.06 * mean_i(position_i * goal)`` (+1.06 when all
-reached the goal's end, -1.06 when all reached the other), before that every decision costs
--0.01. As in ML-Agents, there is no episode length limit (``max_step`` 0) unless one is given,
-in which case the episode is interrupted after that many decisions.
+visual observations of shape ``vis_obs_size`` (H, W, C), then ``num_var_len`` variable-length
+observations of shape ``var_len_obs_size`` (max_entities, entity_size), every value equal to
+the goal (as ML-Agents' ``_make_obs``: ones * goal, so images hold -1 too, not a camera's
+[0, 1], and every entity row of a variable-length observation is present). The order and the
+specs are those of ML-Agents' test envs: variable-length ones have ``dimension_property``
+(VARIABLE_SIZE, NONE), as Unity's BufferSensor sends. It has one position per action
+dimension (``continuous_size`` continuous dimensions, then ``discrete_branches`` branches of
+2), each starting at 0 and clamped to [-1, 1]. Each decision moves every position: a
+continuous action by its value, a discrete one by +1 (choice 1) or -1 (choice 0), each move
+clamped to [-step_size, step_size]. The episode ends when every position sits at an end (+-1);
+then the reward is ``1.06 * mean_i(position_i * goal)`` (+1.06 when all reached the goal's end,
+-1.06 when all reached the other), before that every decision costs -0.01. As in ML-Agents,
+there is no episode length limit (``max_step`` 0) unless one is given, in which case the
+episode is interrupted after that many decisions.
 
 With ML-Agents' hybrid test settings (``step_size`` 0.8) the best return is 1.06 - 0.01 = 1.05
 (two decisions); ML-Agents' tests pass when the mean of the last 5 returns exceeds 0.9.
 
+``memory`` (ML-Agents' ``MemoryEnvironment``, used by its test_recurrent_ppo/sac): the goal is
+shown only while ``decisions * action_dimensions <= 2`` (ML-Agents counts ``step_count`` once
+per action dimension per decision, and shows the goal while it is <= ``num_show_steps`` = 2);
+after that every observation holds 0. With one action dimension the goal is in the first three
+observations (after reset and after decisions 1 and 2), with two only in the first two; a
+terminal observation shows it by the same rule. At the default ``step_size`` 0.2 the agent
+needs 5 decisions, so it must remember the goal for the last two; a policy without memory acts
+the same whatever the goal on those, so it cannot reach both ends in the minimum time.
+(ML-Agents' MemoryEnvironment has the usual single vector float; here the option applies to
+whatever observations are configured, all holding 0 once hidden, so a hidden variable-length
+observation has every row zero, i.e. no entity present.)
+
+``goal_indices`` (ML-Agents' SimpleEnvironment ``goal_indices``): the observations at these
+indices (counted over vector, visual, variable-length, in that order) are typed
+``ObservationType.GOAL_SIGNAL``, the rest DEFAULT. As in ML-Agents only the type changes: the
+contents are unchanged, so the goal is in the goal observation and in every other one too.
+
 Constructor options (or environment parameters of the same names given at construction: the
 specs cannot change later): ``continuous_size`` (1), ``discrete_branches`` (0),
 ``step_size`` (0.2), ``max_step`` (0), ``num_vector`` (1), ``vec_obs_size`` (1),
-``num_visual`` (0), ``vis_obs_size`` ((20, 20, 3), ML-Agents' VIS_OBS_SIZE). An environment
-parameter is one float, so ``vis_obs_size`` comes from three: ``vis_obs_height``,
-``vis_obs_width``, ``vis_obs_channels`` (each defaulting to its part of (20, 20, 3); all three
-ignored when the constructor gets ``vis_obs_size``). Observation counts and sizes must be
-whole numbers (counts >= 0, sizes >= 1, at least one observation), else ValueError naming the
-option. Every finished episode's return is appended to
+``num_visual`` (0), ``vis_obs_size`` ((20, 20, 3), ML-Agents' VIS_OBS_SIZE), ``num_var_len``
+(0), ``var_len_obs_size`` ((10, 5), ML-Agents' VAR_LEN_SIZE), ``memory`` (off; 0 or 1 as a
+parameter), ``goal_indices`` (none). An environment parameter is one float, so
+``vis_obs_size`` comes from three: ``vis_obs_height``, ``vis_obs_width``,
+``vis_obs_channels``, ``var_len_obs_size`` from two: ``var_len_max_entities``,
+``var_len_entity_size`` (each defaulting to its part of the default size; all ignored when the
+constructor gets the tuple), and ``goal_indices`` from ``goal_index`` (one index). Observation
+counts and sizes must be whole numbers (counts >= 0, sizes >= 1, at least one observation),
+goal indices must name existing observations, ``memory`` must be a bool (0 or 1), else
+ValueError naming the option. Every finished episode's return is appended to
 ``episode_returns`` (ML-Agents' ``final_rewards``) and recorded as the stat
 ``Simple/Episode Return`` (AVERAGE).
 """
@@ -36,10 +61,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import numpy as np
-from mlagents_envs.base_env import ActionSpec, BehaviorSpec
+from mlagents_envs.base_env import ActionSpec, BehaviorSpec, ObservationSpec, ObservationType
 from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 
-from envs.builtin._core import BuiltinEnv, vector_obs_spec, visual_obs_spec
+from envs.builtin._core import BuiltinEnv, var_len_obs_spec, vector_obs_spec, visual_obs_spec
 
 #: ML-Agents' constants: reward per decision, and the success reward 1 + 6 * 0.01 (sized for
 #: its default step 0.2, kept whatever ``step_size`` is, as ML-Agents does).
@@ -52,6 +77,16 @@ VIS_OBS_SIZE = (20, 20, 3)
 #: The environment parameters that give ``vis_obs_size``, one per axis.
 VIS_OBS_PARAMS = ("vis_obs_height", "vis_obs_width", "vis_obs_channels")
 
+#: ML-Agents' default shape (max_entities, entity_size) of the variable-length observations.
+VAR_LEN_SIZE = (10, 5)
+
+#: The environment parameters that give ``var_len_obs_size``, one per axis.
+VAR_LEN_PARAMS = ("var_len_max_entities", "var_len_entity_size")
+
+#: ML-Agents' MemoryEnvironment ``num_show_steps``: the goal shows while its step count (one
+#: per action dimension per decision) is at most this.
+MEMORY_SHOW_STEPS = 2
+
 
 def _whole(option: str, value: float, minimum: int) -> int:
     """``value`` as an int: options come as floats from environment parameters, so 1.5 or -1
@@ -63,6 +98,31 @@ def _whole(option: str, value: float, minimum: int) -> int:
     if not whole:
         raise ValueError(f"Simple: {option} must be a whole number >= {minimum} (got {value!r})")
     return int(value)
+
+
+def _sizes(
+    option: str,
+    given: tuple[int, ...] | None,
+    params: Mapping[str, float],
+    keys: tuple[str, ...],
+    defaults: tuple[int, ...],
+) -> tuple[int, ...]:
+    """A shape option given whole to the constructor, else one environment parameter per axis."""
+    if given is None:
+        sizes = [params.get(key, size) for key, size in zip(keys, defaults)]
+        names = list(keys)
+    elif isinstance(given, tuple | list) and len(given) == len(keys):
+        sizes, names = list(given), [option] * len(keys)
+    else:
+        raise ValueError(f"Simple: {option} must be a tuple of {len(keys)} sizes (got {given!r})")
+    return tuple(_whole(name, size, 1) for name, size in zip(names, sizes))
+
+
+def _flag(option: str, value: object) -> bool:
+    """A bool option: True/False, or 1/0 as an environment parameter gives it."""
+    if isinstance(value, bool | int | float | np.bool_ | np.integer | np.floating) and float(value) in (0.0, 1.0):
+        return bool(value)
+    raise ValueError(f"Simple: {option} must be a bool (0 or 1) (got {value!r})")
 
 
 class SimpleEnv(BuiltinEnv):
@@ -85,6 +145,10 @@ class SimpleEnv(BuiltinEnv):
         vec_obs_size: int | None = None,
         num_visual: int | None = None,
         vis_obs_size: tuple[int, int, int] | None = None,
+        num_var_len: int | None = None,
+        var_len_obs_size: tuple[int, int] | None = None,
+        memory: bool | None = None,
+        goal_indices: tuple[int, ...] | list[int] | None = None,
     ) -> None:
         params = dict(env_parameters or {})
         self.continuous_size = int(continuous_size if continuous_size is not None else params.get("continuous_size", 1))
@@ -105,17 +169,31 @@ class SimpleEnv(BuiltinEnv):
             "vec_obs_size", vec_obs_size if vec_obs_size is not None else params.get("vec_obs_size", 1), 1
         )
         self.num_visual = _whole("num_visual", num_visual if num_visual is not None else params.get("num_visual", 0), 0)
-        if vis_obs_size is None:
-            sizes = [params.get(key, size) for key, size in zip(VIS_OBS_PARAMS, VIS_OBS_SIZE)]
-            names = list(VIS_OBS_PARAMS)
-        elif isinstance(vis_obs_size, tuple | list) and len(vis_obs_size) == 3:
-            sizes, names = list(vis_obs_size), ["vis_obs_size"] * 3
-        else:
-            raise ValueError(f"Simple: vis_obs_size must be (height, width, channels) (got {vis_obs_size!r})")
-        height, width, channels = (_whole(name, size, 1) for name, size in zip(names, sizes))
+        height, width, channels = _sizes("vis_obs_size", vis_obs_size, params, VIS_OBS_PARAMS, VIS_OBS_SIZE)
         self.vis_obs_size = (height, width, channels)
-        if self.num_vector + self.num_visual == 0:
-            raise ValueError("Simple: needs at least one observation (num_vector=0, num_visual=0)")
+        self.num_var_len = _whole(
+            "num_var_len", num_var_len if num_var_len is not None else params.get("num_var_len", 0), 0
+        )
+        entities, entity_size = _sizes("var_len_obs_size", var_len_obs_size, params, VAR_LEN_PARAMS, VAR_LEN_SIZE)
+        self.var_len_obs_size = (entities, entity_size)
+        n_obs = self.num_vector + self.num_visual + self.num_var_len
+        if n_obs == 0:
+            raise ValueError("Simple: needs at least one observation (num_vector=0, num_visual=0, num_var_len=0)")
+        self.memory = _flag("memory", memory if memory is not None else params.get("memory", 0.0))
+        if goal_indices is None:
+            goal_index = params.get("goal_index")
+            indices = [] if goal_index is None else [_whole("goal_index", goal_index, 0)]
+        elif isinstance(goal_indices, tuple | list):
+            indices = [_whole("goal_indices", index, 0) for index in goal_indices]
+        else:
+            raise ValueError(f"Simple: goal_indices must be a list of observation indices (got {goal_indices!r})")
+        outside = [index for index in indices if index >= n_obs]
+        if outside:
+            raise ValueError(
+                f"Simple: goal_indices {outside} name no observation (there are {n_obs}: "
+                f"{self.num_vector} vector, {self.num_visual} visual, {self.num_var_len} variable-length)"
+            )
+        self.goal_indices = tuple(sorted(set(indices)))
         self.episode_returns: list[float] = []
         super().__init__(seed=seed, worker_id=worker_id, env_parameters=env_parameters, num_areas=num_areas)
 
@@ -124,6 +202,15 @@ class SimpleEnv(BuiltinEnv):
         action_spec = ActionSpec(self.continuous_size, (2,) * self.discrete_branches)
         obs_specs = [vector_obs_spec(self.vec_obs_size)] * self.num_vector
         obs_specs += [visual_obs_spec(*self.vis_obs_size)] * self.num_visual
+        obs_specs += [var_len_obs_spec(*self.var_len_obs_size)] * self.num_var_len
+        for index in self.goal_indices:
+            base = obs_specs[index]
+            obs_specs[index] = ObservationSpec(
+                shape=base.shape,
+                dimension_property=base.dimension_property,
+                observation_type=ObservationType.GOAL_SIGNAL,
+                name=base.name,
+            )
         spec = BehaviorSpec(obs_specs, action_spec)
         self._agents = self._add_behavior("Simple", spec, n)
         self._slots = np.arange(n)
@@ -140,12 +227,19 @@ class SimpleEnv(BuiltinEnv):
         self._return[slots] = 0.0
 
     def _observe(self, slots: np.ndarray) -> list[np.ndarray]:
-        """The goal filling every observation, one array each (a consumer may write into one)."""
-        goal = self._goal[slots].astype(np.float32)
-        vector = (len(slots), self.vec_obs_size)
-        visual = (len(slots), *self.vis_obs_size)
-        return [np.ones(vector, np.float32) * goal[:, None] for _ in range(self.num_vector)] + [
-            np.ones(visual, np.float32) * goal[:, None, None, None] for _ in range(self.num_visual)
+        """The goal filling every observation, one array each (a consumer may write into one);
+        with ``memory``, 0 instead once the goal is hidden."""
+        value = self._goal[slots].astype(np.float32)
+        if self.memory:
+            shown = self._steps[slots] * self._pos.shape[1] <= MEMORY_SHOW_STEPS
+            value = np.where(shown, value, np.float32(0.0))
+        shapes = (
+            [(self.vec_obs_size,)] * self.num_vector
+            + [self.vis_obs_size] * self.num_visual
+            + [self.var_len_obs_size] * self.num_var_len
+        )
+        return [
+            np.ones((len(slots), *shape), np.float32) * value.reshape((-1,) + (1,) * len(shape)) for shape in shapes
         ]
 
     def _reset_world(self) -> None:
