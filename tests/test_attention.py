@@ -205,10 +205,15 @@ def test_rank_2_observation_without_variable_size_is_refused_by_name():
         ObservationEncoder([spec], SMALL)
 
 
-def test_variable_length_goal_is_refused_with_hyper():
+def test_a_variable_length_goal_is_an_ordinary_input_as_in_mlagents():
+    # ML-Agents counts a var-len goal's encoding size as 0: no hypernetwork, the attention reads it
     goal = entities_spec(4, 2, "GoalBuffer", ObservationType.GOAL_SIGNAL)
-    with pytest.raises(UnsupportedNetworkError, match="observation 1 .*GoalBuffer.*goal_conditioning_type: none"):
-        ObservationEncoder([vector_spec(2), goal], SMALL)
+    encoder = ObservationEncoder([goal, vector_spec(2)], SMALL)
+    assert type(encoder.body).__name__ == "MLP" and encoder.attention is not None
+    # next to a vector goal, only the vector goal conditions
+    both = ObservationEncoder([goal, vector_spec(2, ObservationType.GOAL_SIGNAL)], SMALL)
+    assert type(both.body).__name__ == "ConditionalEncoder" and both.goal_slices == ((0, 2),)
+    assert both([torch.randn(3, 4, 2), torch.randn(3, 2)]).shape == (3, 16)
 
 
 # ---------------------------------------------------------------- PPO and SAC build and update

@@ -322,9 +322,11 @@ def is_goal(spec: ObservationSpec) -> bool:
 
 def goal_conditioned(observation_specs: Sequence[ObservationSpec], network_settings: NetworkSettings) -> bool:
     """Whether :class:`ObservationEncoder` builds a hypernetwork-conditioned body: the behavior
-    has goal observations and ``goal_conditioning_type`` is ``hyper``."""
+    has vector or visual goal observations and ``goal_conditioning_type`` is ``hyper``.
+    Variable-length goals cannot condition (ML-Agents' goal encoding size counts them as 0):
+    they are read by the attention like any other."""
     conditioning = str(getattr(network_settings.goal_conditioning_type, "value", "hyper"))
-    return conditioning == "hyper" and any(is_goal(spec) for spec in observation_specs)
+    return conditioning == "hyper" and any(is_goal(spec) and not is_variable_length(spec) for spec in observation_specs)
 
 
 # The kinds of observation an ObservationEncoder reads (how ``encode_inputs`` treats each).
@@ -348,7 +350,10 @@ class ObservationEncoder(nn.Module):
     :class:`~trainers.conditioning.ConditionalEncoder` whose last layer's weights a
     hypernetwork computes from the goal observations' encodings (joined in spec order;
     a visual goal's is its visual encoder's output). As in ML-Agents, the goal observations
-    are then also ordinary inputs; with ``goal_conditioning_type: none`` they are only that.
+    are then also ordinary inputs; with ``goal_conditioning_type: none`` they are only that,
+    and so are variable-length goals always (ML-Agents gives them no goal encoding; where it
+    would fail at the first step on a var-len goal next to another goal, we condition on the
+    other goals).
 
     ``extra_inputs``: columns appended to the encoded observations before the hidden layers
     (SAC's Q networks' continuous action, ML-Agents' ``encoded_act_size``); with it, use
@@ -356,8 +361,7 @@ class ObservationEncoder(nn.Module):
 
     ``output_size`` is ``hidden_units`` (``num_layers`` 0 builds one hidden layer, like 1: see
     :class:`MLP`). Raises :class:`UnsupportedNetworkError` naming the observation for
-    an image smaller than its encoder's minimum, an observation rank it cannot encode, or a
-    variable-length goal (ML-Agents cannot condition on one either).
+    an image smaller than its encoder's minimum or an observation rank it cannot encode.
     """
 
     def __init__(
@@ -380,12 +384,6 @@ class ObservationEncoder(nn.Module):
         goal_slices: list[tuple[int, int]] = []
         for i, spec in enumerate(observation_specs):
             shape = tuple(int(s) for s in spec.shape)
-            if conditioned and is_goal(spec) and len(shape) not in (1, 3):
-                raise UnsupportedNetworkError(
-                    f"{_describe(i, spec)} is a goal signal that is not a vector or an image: "
-                    "goal_conditioning_type hyper cannot condition on it; set goal_conditioning_type: "
-                    "none to feed it as an ordinary input"
-                )
             if len(shape) == 1:
                 vec = _VectorInput(shape[0], bool(network_settings.normalize))
                 kinds.append(_VECTOR)
