@@ -155,14 +155,6 @@ def test_uint8_images_are_scaled_like_float_images():
     torch.testing.assert_close(enc([pixels]), enc([pixels.float() / 255.0]))
 
 
-def test_variable_length_observation_is_refused_by_name():
-    spec = ObservationSpec(
-        (5, 4), (DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE), ObservationType.DEFAULT, "BufferSensor"
-    )
-    with pytest.raises(UnsupportedNetworkError, match="observation 0 .*BufferSensor.*attention"):
-        ObservationEncoder([vector_spec(3), spec][1:], SMALL)
-
-
 def test_normalisation_applies_only_when_asked():
     specs = [vector_spec(2)]
     x = torch.tensor([[100.0, -100.0], [102.0, -98.0]])
@@ -321,9 +313,11 @@ def test_critic_has_one_value_head_per_reward_signal():
         ValueHeads(4, ["extrinsic", "extrinsic"])
 
 
-def test_goal_observations_need_goal_conditioning_none():
+def test_goal_observations_condition_the_body_only_with_hyper():
+    # variable-length observations and hyper conditioning: tests/test_attention.py, tests/test_conditioning.py
     goal = ObservationSpec((2,), (DimensionProperty.NONE,), ObservationType.GOAL_SIGNAL, "goal")
-    with pytest.raises(UnsupportedNetworkError, match="observation 1 \\('goal'\\).*goal_conditioning_type: none"):
-        Actor([vector_spec(3), goal], SMALL, ActionSpec(1, ()))
+    hyper = Actor([vector_spec(3), goal], SMALL, ActionSpec(1, ()))
+    assert type(hyper.encoder.body).__name__ == "ConditionalEncoder"
     plain = NetworkSettings(hidden_units=8, num_layers=1, goal_conditioning_type=ConditioningType.NONE)
-    Actor([vector_spec(3), goal], plain, ActionSpec(1, ()))  # goals as ordinary inputs, as asked
+    actor = Actor([vector_spec(3), goal], plain, ActionSpec(1, ()))  # goals as ordinary inputs, as asked
+    assert actor.encoder.inputs_width == 5 and type(actor.encoder.body).__name__ == "MLP"

@@ -30,6 +30,20 @@ def visual_spec(h: int, w: int, c: int) -> ObservationSpec:
     return ObservationSpec((h, w, c), props, ObservationType.DEFAULT, "camera")
 
 
+def entities_spec(n: int, size: int) -> ObservationSpec:
+    props = (DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE)
+    return ObservationSpec((n, size), props, ObservationType.DEFAULT, "buffer")
+
+
+def goal_spec(n: int) -> ObservationSpec:
+    return ObservationSpec((n,), (DimensionProperty.NONE,), ObservationType.GOAL_SIGNAL, "goal")
+
+
+def visual_goal_spec(h: int, w: int, c: int) -> ObservationSpec:
+    props = (DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,) * 2 + (DimensionProperty.NONE,)
+    return ObservationSpec((h, w, c), props, ObservationType.GOAL_SIGNAL, "goal_camera")
+
+
 CASES = {
     "vector_continuous": (BehaviorSpec([vector_spec(8)], ActionSpec(2, ())), EncoderType.SIMPLE),
     "discrete_masks": (BehaviorSpec([vector_spec(5), vector_spec(3)], ActionSpec(0, (3, 2, 4))), EncoderType.SIMPLE),
@@ -40,17 +54,34 @@ CASES = {
     # SAC's actor: a state-dependent sigma and tanh-squashed continuous actions
     "sac_hybrid": (BehaviorSpec([vector_spec(6)], ActionSpec(2, (4, 3))), EncoderType.SIMPLE),
     "sac_visual": (BehaviorSpec([visual_spec(20, 20, 3), vector_spec(4)], ActionSpec(3, ())), EncoderType.SIMPLE),
+    # attention over entity sets (some entities absent), hypernetwork goal conditioning, both
+    "var_len": (
+        BehaviorSpec([vector_spec(3), entities_spec(5, 4), entities_spec(3, 2)], ActionSpec(2, (3,))),
+        EncoderType.SIMPLE,
+    ),
+    "var_len_only": (BehaviorSpec([entities_spec(6, 3)], ActionSpec(0, (4,))), EncoderType.SIMPLE),
+    "hyper_goal": (BehaviorSpec([vector_spec(4), goal_spec(3)], ActionSpec(2, (3,))), EncoderType.SIMPLE),
+    "sac_var_len_hyper_goals": (
+        BehaviorSpec(
+            [goal_spec(2), entities_spec(4, 3), vector_spec(3), visual_goal_spec(20, 20, 1)], ActionSpec(2, (2,))
+        ),
+        EncoderType.SIMPLE,
+    ),
 }
 
 
 def make_inputs(spec: BehaviorSpec, n: int, seed: int) -> tuple[list[np.ndarray], np.ndarray | None]:
     rng = np.random.default_rng(seed)
-    obs = [
-        (rng.normal(size=(n, *s.shape)) * 3 + 1).astype(np.float32)
-        if len(s.shape) == 1
-        else rng.random((n, *s.shape), dtype=np.float32)
-        for s in spec.observation_specs
-    ]
+    obs = []
+    for s in spec.observation_specs:
+        if len(s.shape) == 1:
+            obs.append((rng.normal(size=(n, *s.shape)) * 3 + 1).astype(np.float32))
+        elif len(s.shape) == 2:  # entities: a random number present in each row, the rest zeros
+            entities = rng.normal(size=(n, *s.shape)).astype(np.float32)
+            entities[np.arange(s.shape[0])[None, :] >= rng.integers(0, s.shape[0] + 1, (n, 1))] = 0.0
+            obs.append(entities)
+        else:
+            obs.append(rng.random((n, *s.shape), dtype=np.float32))
     branches = spec.action_spec.discrete_branches
     if not branches:
         return obs, None
@@ -62,8 +93,20 @@ def make_inputs(spec: BehaviorSpec, n: int, seed: int) -> tuple[list[np.ndarray]
     return obs, masks
 
 
+def unity_layout(o: np.ndarray) -> np.ndarray:
+    """Images NCHW; entity buffers [B, n, s] as Unity's runtime fills ML-Agents' graphs' input
+    (the graph transposes the last two axes and reshapes back: the values, entity by entity,
+    laid out over a [B, s, n] tensor, then transposed to the declared [B, n, s])."""
+    if o.ndim == 4:
+        return o.transpose(0, 3, 1, 2).copy()
+    if o.ndim == 3:
+        b, n, s = o.shape
+        return o.reshape(b, s, n).transpose(0, 2, 1).copy()
+    return o
+
+
 def feeds(spec: BehaviorSpec, obs: list[np.ndarray], masks: np.ndarray | None) -> dict[str, np.ndarray]:
-    out = {f"obs_{i}": (o.transpose(0, 3, 1, 2).copy() if o.ndim == 4 else o) for i, o in enumerate(obs)}
+    out = {f"obs_{i}": unity_layout(o) for i, o in enumerate(obs)}
     if spec.action_spec.discrete_branches:
         out["action_masks"] = masks.astype(np.float32)
     return out
@@ -95,7 +138,7 @@ def test_graph_names_shapes_and_constants_as_unity_reads_them(exported):
 
     expected_inputs = []
     for i, s in enumerate(spec.observation_specs):
-        shape = list(s.shape) if len(s.shape) == 1 else [s.shape[2], s.shape[0], s.shape[1]]  # NCHW
+        shape = list(s.shape) if len(s.shape) < 3 else [s.shape[2], s.shape[0], s.shape[1]]  # NCHW
         expected_inputs.append((f"obs_{i}", ["batch", *shape]))
     if branches:
         expected_inputs.append(("action_masks", ["batch", sum(branches)]))
@@ -168,3 +211,20 @@ def test_stochastic_outputs_are_in_range_and_respect_masks(exported):
             assert ((chosen[:, i] >= 0) & (chosen[:, i] < size)).all()
             assert masks[np.arange(len(chosen)), start + chosen[:, i]].all()
             start += size
+
+
+def test_entity_buffers_are_read_in_mlagents_layout_not_the_declared_one(tmp_path):
+    # ML-Agents' graphs transpose an entity input's last two axes and reshape it back (the
+    # layout Unity's runtime fills); ours must too, or Unity would scramble the entities.
+    spec, _ = CASES["var_len_only"]
+    policy = TorchPolicy(spec, NetworkSettings(hidden_units=16, num_layers=1), seed=5)
+    path = tmp_path / "entities.onnx"
+    export_policy_onnx(policy, path)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    obs, masks = make_inputs(spec, 64, seed=11)
+    expected = policy.act(obs, masks, np.arange(64), deterministic=True).discrete_actions
+    column = {o.name: i for i, o in enumerate(session.get_outputs())}["deterministic_discrete_actions"]
+    unity = session.run(None, feeds(spec, obs, masks))[column]
+    declared = session.run(None, {"obs_0": obs[0], "action_masks": masks.astype(np.float32)})[column]
+    np.testing.assert_array_equal(unity, expected)
+    assert (declared != expected).any()

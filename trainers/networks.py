@@ -19,14 +19,15 @@ Discrete actions: one categorical per branch over masked logits. The entropy is 
 the mean of the continuous dimensions' entropies plus the sum of the branches' (the PPO bonus
 ``beta`` is tuned against it).
 
+Variable-length observations (Unity's BufferSensor, [B, n, s], absent entities zero rows) are
+read by entity embeddings and residual self-attention (:mod:`trainers.attention`); goal
+observations with ``goal_conditioning_type: hyper`` condition the last hidden layer through a
+hypernetwork (:mod:`trainers.conditioning`), both as ML-Agents' :class:`ObservationEncoder`.
+
 Recurrent memory (``network_settings.memory``): an LSTM of ``memory_size / 2`` units after the
 hidden layers, as ML-Agents' ``NetworkBody``; the action and value heads read its output. A
 memory is ``[N, memory_size]``, the LSTM's hidden state then its cell state, one row per
 sequence; a batch of ``B`` rows is ``N = B / sequence_length`` sequences laid end to end.
-
-Not supported yet (errors name the observation): variable-length
-(buffer sensor) observations that need attention, and goal conditioning by hypernetwork (goal
-observations are ordinary inputs only with ``goal_conditioning_type: none``).
 """
 
 from __future__ import annotations
@@ -40,6 +41,14 @@ from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpe
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from trainers.attention import (
+    ATTENTION_EMBEDDING_SIZE,
+    EntityEmbedding,
+    ResidualSelfAttention,
+    entity_mask,
+    init_tfixup,
+)
+from trainers.conditioning import ConditionalEncoder
 from trainers.distributions import (
     atanh_clamped,
     branch_log_probs,
@@ -301,8 +310,57 @@ def _describe(index: int, spec: ObservationSpec) -> str:
     return f"observation {index}" + (f" ({name!r})" if name else "") + f" of shape {tuple(spec.shape)}"
 
 
+def is_variable_length(spec: ObservationSpec) -> bool:
+    """A variable-length observation (Unity's BufferSensor): rank 2, (max entities, entity
+    size), its first dimension marked VARIABLE_SIZE."""
+    props = tuple(getattr(spec, "dimension_property", ()))
+    return (
+        len(spec.shape) == 2 and len(props) == 2 and DimensionProperty.VARIABLE_SIZE in DimensionProperty(int(props[0]))
+    )
+
+
+def is_goal(spec: ObservationSpec) -> bool:
+    return getattr(spec, "observation_type", ObservationType.DEFAULT) == ObservationType.GOAL_SIGNAL
+
+
+def goal_conditioned(observation_specs: Sequence[ObservationSpec], network_settings: NetworkSettings) -> bool:
+    """Whether :class:`ObservationEncoder` builds a hypernetwork-conditioned body: the behavior
+    has vector or visual goal observations and ``goal_conditioning_type`` is ``hyper``.
+    Variable-length goals cannot condition (ML-Agents' goal encoding size counts them as 0):
+    they are read by the attention like any other."""
+    conditioning = str(getattr(network_settings.goal_conditioning_type, "value", "hyper"))
+    return conditioning == "hyper" and any(is_goal(spec) and not is_variable_length(spec) for spec in observation_specs)
+
+
+# The kinds of observation an ObservationEncoder reads (how ``encode_inputs`` treats each).
+_VECTOR, _VISUAL, _ENTITIES = "vector", "visual", "entities"
+
+
 class ObservationEncoder(nn.Module):
     """All observations of a behavior -> one [B, output_size] feature vector.
+
+    Each vector or visual observation is encoded on its own (``inputs[i]``). Variable-length
+    observations [B, n, s] (absent entities are zero rows) are read by attention, as ML-Agents'
+    encoder does (:mod:`trainers.attention`): the other observations' encodings, joined, go
+    through ``self_encoder`` (Linear(128) + Swish) to a "self" vector that is joined to every
+    entity; each var-len observation's entities are embedded by ``inputs[i]`` (an
+    :class:`~trainers.attention.EntityEmbedding` of size 128); one ``attention`` block
+    (:class:`~trainers.attention.ResidualSelfAttention`) over all their entities pools them to
+    128 features, appended after the other encodings. Var-len observations are not normalised.
+
+    The hidden layers (``body``) are an :class:`MLP`, or, when the behavior has goal
+    observations and ``goal_conditioning_type`` is ``hyper``, a
+    :class:`~trainers.conditioning.ConditionalEncoder` whose last layer's weights a
+    hypernetwork computes from the goal observations' encodings (joined in spec order;
+    a visual goal's is its visual encoder's output). As in ML-Agents, the goal observations
+    are then also ordinary inputs; with ``goal_conditioning_type: none`` they are only that,
+    and so are variable-length goals always (ML-Agents gives them no goal encoding; where it
+    would fail at the first step on a var-len goal next to another goal, we condition on the
+    other goals).
+
+    ``extra_inputs``: columns appended to the encoded observations before the hidden layers
+    (SAC's Q networks' continuous action, ML-Agents' ``encoded_act_size``); with it, use
+    :meth:`encode_inputs` and :meth:`hidden`, not ``forward``.
 
     ``output_size`` is ``hidden_units`` (``num_layers`` 0 builds one hidden layer, like 1: see
     :class:`MLP`). Raises :class:`UnsupportedNetworkError` naming the observation for
@@ -314,6 +372,7 @@ class ObservationEncoder(nn.Module):
         observation_specs: Sequence[ObservationSpec],
         network_settings: NetworkSettings,
         *,
+        extra_inputs: int = 0,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
@@ -321,24 +380,18 @@ class ObservationEncoder(nn.Module):
             raise UnsupportedNetworkError("the behavior has no observations to encode")
         hidden = int(network_settings.hidden_units)
         kind = str(getattr(network_settings.vis_encode_type, "value", network_settings.vis_encode_type))
-        self.visual = tuple(len(spec.shape) == 3 for spec in observation_specs)
-        inputs: list[nn.Module] = []
-        total = 0
-        conditioning = str(getattr(network_settings.goal_conditioning_type, "value", "hyper"))
+        conditioned = goal_conditioned(observation_specs, network_settings)
+        kinds: list[str] = []
+        inputs: list[nn.Module | None] = []
+        self_size = 0  # width of the fixed-size observations' encodings, joined
+        goal_slices: list[tuple[int, int]] = []
         for i, spec in enumerate(observation_specs):
-            if getattr(spec, "observation_type", ObservationType.DEFAULT) == ObservationType.GOAL_SIGNAL and (
-                conditioning != "none"
-            ):
-                raise UnsupportedNetworkError(
-                    f"{_describe(i, spec)} is a goal signal and network_settings.goal_conditioning_type is "
-                    f"{conditioning!r}: hypernetwork goal conditioning is not supported yet; set "
-                    "goal_conditioning_type: none to feed goals as ordinary inputs"
-                )
             shape = tuple(int(s) for s in spec.shape)
             if len(shape) == 1:
                 vec = _VectorInput(shape[0], bool(network_settings.normalize))
+                kinds.append(_VECTOR)
                 inputs.append(vec)
-                total += vec.output_size
+                width = vec.output_size
             elif len(shape) == 3:
                 if kind not in MIN_RESOLUTION:
                     raise UnsupportedNetworkError(
@@ -352,43 +405,92 @@ class ObservationEncoder(nn.Module):
                         f"least {minimum}x{minimum}. Use a larger camera/render texture or an encoder "
                         f"with a smaller minimum (resnet 15, match3 5, fully_connected 1)."
                     )
+                kinds.append(_VISUAL)
                 inputs.append(_visual_encoder(kind, (c, h, w), hidden))
-                total += hidden
+                width = hidden
+            elif is_variable_length(spec):
+                kinds.append(_ENTITIES)
+                inputs.append(None)  # built below, once the self vector's size is known
+                continue
             else:
-                variable = any(
-                    DimensionProperty.VARIABLE_SIZE in DimensionProperty(int(p))
-                    for p in getattr(spec, "dimension_property", ())
+                raise UnsupportedNetworkError(
+                    f"{_describe(i, spec)}: only vector (rank 1), visual (rank 3, HxWxC) and "
+                    "variable-length (rank 2, first dimension VARIABLE_SIZE) observations are supported"
                 )
-                what = (
-                    (
-                        "a variable-length (buffer sensor) observation needs an attention "
-                        "encoder, which is not supported yet"
-                    )
-                    if variable
-                    else ("only vector (rank 1) and visual (rank 3, HxWxC) observations are supported")
-                )
-                raise UnsupportedNetworkError(f"{_describe(i, spec)}: {what}")
-        self.inputs = nn.ModuleList(inputs)
+            if conditioned and is_goal(spec):
+                goal_slices.append((self_size, self_size + width))
+            self_size += width
+        self.kinds = tuple(kinds)
+        self.visual = tuple(k == _VISUAL for k in kinds)
+        total = self_size
+        self.self_encoder: nn.Linear | None = None
+        self.attention: ResidualSelfAttention | None = None
+        if _ENTITIES in kinds:
+            size = ATTENTION_EMBEDDING_SIZE
+            if self_size:
+                self.self_encoder = nn.Linear(self_size, size)
+                init_tfixup(self.self_encoder, size, generator)
+            max_entities = 0
+            for i, spec in enumerate(observation_specs):
+                if kinds[i] == _ENTITIES:
+                    n, s = (int(d) for d in spec.shape)
+                    inputs[i] = EntityEmbedding(s, n, size, self_size=size if self_size else 0, generator=generator)
+                    max_entities += n
+            self.attention = ResidualSelfAttention(size, max_entities, generator=generator)
+            total += size
+        self.inputs = nn.ModuleList(cast("list[nn.Module]", inputs))
         self.inputs_width = total
-        self.body = MLP(total, hidden, int(network_settings.num_layers))
+        self.goal_slices = tuple(goal_slices)
+        self.body: MLP | ConditionalEncoder
+        if conditioned:
+            goal_size = sum(end - start for start, end in goal_slices)
+            self.body = ConditionalEncoder(
+                total + extra_inputs, goal_size, hidden, int(network_settings.num_layers), generator=generator
+            )
+        else:
+            self.body = MLP(total + extra_inputs, hidden, int(network_settings.num_layers))
         self.output_size = self.body.output_size
         _init_encoder(self, generator)
 
     def forward(self, obs: Sequence[Tensor], *, channels_first: bool = False) -> Tensor:
         """``obs``: one tensor per observation spec, in spec order -> [B, output_size]."""
-        return self.body(self.encode_inputs(obs, channels_first=channels_first))
+        return self.hidden(self.encode_inputs(obs, channels_first=channels_first))
+
+    def hidden(self, inputs: Tensor) -> Tensor:
+        """The hidden layers on :meth:`encode_inputs`' output (with any ``extra_inputs``
+        columns appended) [B, inputs_width + extra_inputs] -> [B, output_size]. A conditioned
+        body reads the goal encodings from their columns of ``inputs``."""
+        if isinstance(self.body, MLP):
+            return self.body(inputs)
+        goals = [inputs[:, start:end] for start, end in self.goal_slices]
+        return self.body(inputs, goals[0] if len(goals) == 1 else torch.cat(goals, dim=1))
 
     def encode_inputs(self, obs: Sequence[Tensor], *, channels_first: bool = False) -> Tensor:
-        """Every observation's own encoding, joined: the hidden layers' input [B, inputs_width]."""
+        """Every observation's own encoding, joined in spec order, then the attention's pooled
+        entities (when there are var-len observations): the hidden layers' input
+        [B, inputs_width]. Var-len observations are [B, n, s] in either layout."""
         encoded = []
-        for x, is_visual, encoder in zip(obs, self.visual, self.inputs):
-            if is_visual:
+        entities: list[tuple[nn.Module, Tensor]] = []
+        for x, kind, encoder in zip(obs, self.kinds, self.inputs):
+            if kind == _ENTITIES:
+                entities.append((encoder, x))
+                continue
+            if kind == _VISUAL:
                 if x.dtype == torch.uint8:
                     x = x.float() * (1.0 / 255.0)
                 if not channels_first:
                     x = x.permute(0, 3, 1, 2)
             encoded.append(encoder(x))
-        return encoded[0] if len(encoded) == 1 else torch.cat(encoded, dim=1)
+        if not entities:
+            return encoded[0] if len(encoded) == 1 else torch.cat(encoded, dim=1)
+        x_self = None
+        if encoded:
+            joined = encoded[0] if len(encoded) == 1 else torch.cat(encoded, dim=1)
+            x_self = F.silu(cast(nn.Linear, self.self_encoder)(joined))
+        mask = torch.cat([entity_mask(x) for _, x in entities], dim=1)
+        embeddings = torch.cat([embed(x_self, x) for embed, x in entities], dim=1)
+        pooled = cast(ResidualSelfAttention, self.attention)(embeddings, mask)
+        return torch.cat([*encoded, pooled], dim=1)
 
     def normalize(self, obs: Sequence[Tensor]) -> list[Tensor]:
         """The observations as this encoder's normalisers see them (vector ones normalised,
@@ -400,7 +502,8 @@ class ObservationEncoder(nn.Module):
 
     @torch.no_grad()
     def update_normalization(self, obs: Sequence[Tensor]) -> None:
-        """Merge a batch of every observation into the vector normalisers (visual: no-op)."""
+        """Merge a batch of every observation into the vector normalisers (visual and
+        variable-length: no-op, as ML-Agents)."""
         for x, encoder in zip(obs, self.inputs):
             if isinstance(encoder, _VectorInput) and encoder.normalizer is not None:
                 encoder.normalizer.update(x)

@@ -1,7 +1,11 @@
 """Export a policy's actor as an ONNX model that Unity's inference engine (Sentis /
 Barracuda) runs, to the contract of REFERENCE 1.9 (ML-Agents' model API version 3).
 
-Graph inputs: ``obs_0 .. obs_{N-1}`` (visual ones NCHW), then ``action_masks`` [batch,
+Graph inputs: ``obs_0 .. obs_{N-1}`` (visual ones NCHW; variable-length ones declared
+[batch, max_entities, entity_size] but read, as ML-Agents' graphs read them, in the layout
+Unity's runtime fills: the graph transposes the last two axes and reshapes back to
+[batch, max_entities, entity_size], so the buffer is taken feature-major; goal observations
+are ordinary ``obs_N`` inputs), then ``action_masks`` [batch,
 sum(branches)] float with 1 = allowed, only when there are discrete branches (a
 continuous-only model has no mask input, as ML-Agents' pruned exports), then for a recurrent
 policy ``recurrent_in`` [batch, 1, memory_size]. Outputs in order: ``version_number`` [1] = 3,
@@ -29,7 +33,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor, nn
 
-from trainers.networks import Actor
+from trainers.networks import Actor, is_variable_length
 
 if TYPE_CHECKING:
     from trainers.policy import TorchPolicy
@@ -56,10 +60,11 @@ RECURRENT_OUT = "recurrent_out"
 class _ExportableActor(nn.Module):
     """Wraps an :class:`Actor` with the constants and outputs Unity reads."""
 
-    def __init__(self, actor: Actor, num_obs: int) -> None:
+    def __init__(self, actor: Actor, num_obs: int, entity_shapes: dict[int, tuple[int, int]]) -> None:
         super().__init__()
         self.actor = actor
         self.num_obs = num_obs
+        self.entity_shapes = entity_shapes  # var-len observation index -> (max entities, entity size)
         self.version_number = nn.Parameter(torch.tensor([float(MODEL_API_VERSION)]), requires_grad=False)
         self.memory_size = nn.Parameter(torch.tensor([float(actor.memory_size)]), requires_grad=False)
         if actor.continuous_size:
@@ -71,6 +76,10 @@ class _ExportableActor(nn.Module):
 
     def forward(self, *inputs: Tensor) -> tuple[Tensor, ...]:
         obs = list(inputs[: self.num_obs])
+        for i, (n, size) in self.entity_shapes.items():
+            # ML-Agents' export-time reordering of entity buffers (attention.py: "ONNX only
+            # support input in NCHW"): Unity feeds them in the layout this undoes.
+            obs[i] = torch.transpose(obs[i], 1, 2).reshape(-1, n, size)
         masks = inputs[self.num_obs] if self.actor.discrete_branches else None
         memories = inputs[-1][:, 0, :] if self.actor.memory_size else None  # [batch, 1, k] -> [batch, k]
         dist = self.actor(obs, masks, memories=memories, channels_first=True)
@@ -130,7 +139,11 @@ def export_policy_onnx(policy: TorchPolicy, path: str | os.PathLike) -> None:
     """
     actor = copy.deepcopy(policy.actor).to("cpu").eval()
     input_shapes = onnx_input_shapes(policy)
-    wrapper = _ExportableActor(actor, len(policy.behavior_spec.observation_specs)).eval()
+    specs = policy.behavior_spec.observation_specs
+    entity_shapes = {
+        i: (int(spec.shape[0]), int(spec.shape[1])) for i, spec in enumerate(specs) if is_variable_length(spec)
+    }
+    wrapper = _ExportableActor(actor, len(specs), entity_shapes).eval()
     dummy = tuple(
         torch.ones((1, *shape)) if name == ACTION_MASKS else torch.zeros((1, *shape))
         for name, shape in input_shapes.items()
