@@ -11,19 +11,32 @@ import pytest
 from mlagents_envs.base_env import ActionTuple
 
 from envs.builtin import make_env
+from tests.test_onnx_export import unity_layout
 from trainers.onnx_export import export_policy_onnx
 from trainers.policy import TorchPolicy
-from trainers.settings import MemorySettings, NetworkSettings
+from trainers.settings import ConditioningType, MemorySettings, NetworkSettings
 
 MEMORY = 24
+# Simple's observations: one vector (the default), or a goal vector beside an entity buffer
+# (attention, hypernetwork goal conditioning) for the memory to sit on top of.
+OBSERVATIONS = {
+    "ppo": {},
+    "sac": {},
+    "ppo_entities_goal": {"num_var_len": 1, "var_len_obs_size": (4, 3), "goal_indices": (0,)},
+}
 
 
-@pytest.fixture(scope="module", params=["ppo", "sac"])
+@pytest.fixture(scope="module", params=list(OBSERVATIONS))
 def recurrent(request, tmp_path_factory):
-    env = make_env("Simple", seed=5, num_areas=4, continuous_size=1, discrete_branches=2, max_step=12)
+    options = OBSERVATIONS[request.param]
+    env = make_env("Simple", seed=5, num_areas=4, continuous_size=1, discrete_branches=2, max_step=12, **options)
     ((name, spec),) = env.behavior_specs.items()
     settings = NetworkSettings(
-        hidden_units=16, num_layers=1, normalize=True, memory=MemorySettings(memory_size=MEMORY, sequence_length=8)
+        hidden_units=16,
+        num_layers=1,
+        normalize=True,
+        memory=MemorySettings(memory_size=MEMORY, sequence_length=8),
+        goal_conditioning_type=ConditioningType.HYPER,
     )
     squashed = request.param == "sac"
     policy = TorchPolicy(spec, settings, seed=11, conditional_sigma=squashed, tanh_squash=squashed)
@@ -44,8 +57,9 @@ def test_graph_has_the_recurrent_input_and_output_unity_reads(recurrent):
     out = next(o for o in model.graph.output if o.name == "recurrent_out")
     assert [d.dim_param or d.dim_value for d in out.type.tensor_type.shape.dim] == ["batch", 1, MEMORY]
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    feeds = {
-        "obs_0": np.zeros((2, 1), np.float32),
+    specs = policy.behavior_spec.observation_specs
+    feeds = {f"obs_{i}": unity_layout(np.zeros((2, *spec.shape), np.float32)) for i, spec in enumerate(specs)}
+    feeds |= {
         "action_masks": np.ones((2, 4), np.float32),
         "recurrent_in": np.zeros((2, 1, MEMORY), np.float32),
     }
@@ -76,8 +90,8 @@ def test_step_by_step_onnx_reproduces_the_torch_policy_over_whole_episodes(recur
             np.stack([torch_memory.get(a, zeros) for a in ids]),
             deterministic=True,
         )
-        feeds = {
-            "obs_0": decision.obs[0],
+        feeds = {f"obs_{i}": unity_layout(o) for i, o in enumerate(decision.obs)}
+        feeds |= {
             "action_masks": np.ones((len(ids), 4), np.float32),
             "recurrent_in": np.stack([onnx_memory.get(a, zeros) for a in ids])[:, None, :],
         }
