@@ -212,6 +212,14 @@ class PPO:
         return stats
 
     def _minibatch_step(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+        policy_loss, value_loss, loss = self.losses(batch, beta, epsilon)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return policy_loss.detach(), value_loss.detach()
+
+    def losses(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(policy loss, value loss, the loss to minimise) on ``batch``."""
         length, mask = self.sequence_length, batch.loss_masks
         memories = batch.memories[::length] if self.policy.memory_size else None
         continuous_log_probs, discrete_log_probs, entropy = self.policy.actor.evaluate_actions(
@@ -233,10 +241,7 @@ class PPO:
         ).mean()
         policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs, batch.advantages, epsilon, mask)
         loss = policy_loss + 0.5 * value_loss - beta * masked_mean(entropy, mask)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
-        return policy_loss.detach(), value_loss.detach()
+        return policy_loss, value_loss, loss
 
     # ------------------------------------------------------------------ checkpoints
 
