@@ -20,8 +20,15 @@ import numpy as np
 import pytest
 
 from envs.builtin import make_env
-from tests.support.learning import sac_test_config, train_env
-from trainers.settings import ConditioningType, NetworkSettings, PPOSettings, ScheduleType, TrainerSettings
+from tests.support.learning import sac_test_config, train_builtin, train_env
+from trainers.settings import (
+    ConditioningType,
+    NetworkSettings,
+    PPOSettings,
+    ScheduleType,
+    TrainerSettings,
+    load_run_options,
+)
 
 pytestmark = pytest.mark.slow  # trains policies
 
@@ -88,3 +95,20 @@ def test_var_len_control_without_learning_fails():
         PPO_VAR_LEN_CONFIG, hyperparameters=attrs.evolve(PPO_VAR_LEN_CONFIG.hyperparameters, learning_rate=0.0)
     )
     assert score(frozen, goal_indices=[0], **PPO_CASES["vector-goal-continuous"]) < 0.5
+
+
+def collect_settings(max_steps: int) -> TrainerSettings:
+    settings = load_run_options("config/ppo/Collect.yaml").behavior_settings("Collect")
+    return attrs.evolve(settings, max_steps=max_steps, threaded=False)
+
+
+def test_collect_learns_to_reach_items_it_sees_only_as_entities():
+    """Built-in Collect: 1-6 items, seen only through a variable-length observation. Going
+    straight for the nearest scores about 0.97, random moves about 0.06 (a 60k-step run, seed 1: 0.89
+    at 20k steps, 0.96 from 40k)."""
+
+    def solved(curve: list[tuple[int, float]]) -> bool:
+        return len(curve) >= 2 and min(reward for _, reward in curve[-2:]) > 0.8
+
+    log = train_builtin("Collect", collect_settings(30_000), seed=1, num_areas=4, until=solved)
+    assert solved(log.curve), log.curve
