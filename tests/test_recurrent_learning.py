@@ -10,51 +10,14 @@ import attrs
 import pytest
 
 from envs.builtin import make_env
-from tests.support.learning import sac_test_config, train_builtin, train_env
+from tests.support.learning import recurrent_ppo_config, recurrent_sac_config, train_builtin, train_env
 from tests.support.paths import MLAGENTS_CONFIGS
-from trainers.settings import (
-    MemorySettings,
-    NetworkSettings,
-    PPOSettings,
-    ScheduleType,
-    TrainerSettings,
-    load_run_options,
-)
+from trainers.settings import TrainerSettings, load_run_options
 
 pytestmark = pytest.mark.slow  # trains policies
 
 DISCRETE = {"continuous_size": 0, "discrete_branches": 1}
 CONTINUOUS = {"continuous_size": 1, "discrete_branches": 0}
-
-
-def recurrent_ppo_config(memory: bool = True) -> TrainerSettings:
-    """ML-Agents' test_recurrent_ppo: its PPO test config, memory 16 (sequences of 64),
-    lr 1e-3, batch 64, buffer 128, 6000 steps."""
-    return TrainerSettings(
-        trainer_type="ppo",
-        hyperparameters=PPOSettings(
-            learning_rate=1e-3, learning_rate_schedule=ScheduleType.CONSTANT, batch_size=64, buffer_size=128
-        ),
-        network_settings=NetworkSettings(
-            num_layers=1, hidden_units=32, memory=MemorySettings(memory_size=16, sequence_length=64) if memory else None
-        ),
-        summary_freq=500,
-        max_steps=6000,
-        threaded=False,
-    )
-
-
-def recurrent_sac_config(memory: bool = True) -> TrainerSettings:
-    """ML-Agents' test_recurrent_sac: its SAC test config, memory 16 with sequences of 16,
-    batch 256, lr 3e-4, 1000 initial steps, 2 steps per update, 4000 steps."""
-    return sac_test_config(
-        network={"memory": MemorySettings(memory_size=16, sequence_length=16) if memory else None},
-        max_steps=4000,
-        batch_size=256,
-        learning_rate=3e-4,
-        buffer_init_steps=1000,
-        steps_per_update=2,
-    )
 
 
 def final_return(

@@ -14,7 +14,9 @@ from envs.builtin import make_env
 from orchestration.run import build_run
 from stats import StatsWriter
 from trainers.settings import (
+    MemorySettings,
     NetworkSettings,
+    PPOSettings,
     RunOptions,
     SACSettings,
     ScheduleType,
@@ -75,6 +77,36 @@ def sac_test_config(*, network: dict | None = None, max_steps: int | None = None
         network_settings=attrs.evolve(SAC_TEST_CONFIG.network_settings, **(network or {})),
     )
     return settings if max_steps is None else attrs.evolve(settings, max_steps=max_steps)
+
+
+def recurrent_ppo_config(memory: bool = True) -> TrainerSettings:
+    """ML-Agents' test_recurrent_ppo: its PPO test config, memory 16 (sequences of 64),
+    lr 1e-3, batch 64, buffer 128, 6000 steps."""
+    return TrainerSettings(
+        trainer_type="ppo",
+        hyperparameters=PPOSettings(
+            learning_rate=1e-3, learning_rate_schedule=ScheduleType.CONSTANT, batch_size=64, buffer_size=128
+        ),
+        network_settings=NetworkSettings(
+            num_layers=1, hidden_units=32, memory=MemorySettings(memory_size=16, sequence_length=64) if memory else None
+        ),
+        summary_freq=500,
+        max_steps=6000,
+        threaded=False,
+    )
+
+
+def recurrent_sac_config(memory: bool = True) -> TrainerSettings:
+    """ML-Agents' test_recurrent_sac: its SAC test config, memory 16 with sequences of 16,
+    batch 256, lr 3e-4, 1000 initial steps, 2 steps per update, 4000 steps."""
+    return sac_test_config(
+        network={"memory": MemorySettings(memory_size=16, sequence_length=16) if memory else None},
+        max_steps=4000,
+        batch_size=256,
+        learning_rate=3e-4,
+        buffer_init_steps=1000,
+        steps_per_update=2,
+    )
 
 
 def train_env(
