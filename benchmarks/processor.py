@@ -2,7 +2,9 @@
 
 Scenes: 1, 16, 128 and 1024 agents with an 8-float vector observation and a continuous
 action of 2, time horizon 64, about 5% of agents terminating each step and coming back at
-once under a fresh id (as Unity does); and 16 agents with one 84x84x3 visual observation.
+once under a fresh id (as Unity does); and 16 agents with one 84x84x3 visual observation. The
+recurrent scenes add a memory of 128 floats per agent (ML-Agents' Hallway): the processor keeps
+it per agent and stores the memory fed with every step in the trajectory.
 All steps are built before timing; the trajectory queue is drained after every step, as a
 trainer would. The figure is the median of several repeats.
 """
@@ -34,7 +36,7 @@ TERMINATING_FRACTION = 0.05
 CONTINUOUS = 2
 
 
-def build_steps(agents: int, obs_shape: tuple[int, ...], steps: int, seed: int = 0) -> list[tuple]:
+def build_steps(agents: int, obs_shape: tuple[int, ...], steps: int, memory: int = 0, seed: int = 0) -> list[tuple]:
     """(DecisionSteps, TerminalSteps, ActionInfo for the previous decision) per step."""
     rng = np.random.default_rng(seed)
     ids = np.arange(agents, dtype=np.int32)
@@ -75,18 +77,18 @@ def build_steps(agents: int, obs_shape: tuple[int, ...], steps: int, seed: int =
             continuous_log_probs=-np.abs(actions),
             discrete_log_probs=np.zeros((agents, 0), np.float32),
             entropy=np.ones(agents, np.float32),
-            memories=np.zeros((agents, 0), np.float32),
+            memories=rng.standard_normal((agents, memory)).astype(np.float32),
         )
     return sequence
 
 
-def measure(agents: int, obs_shape: tuple[int, ...], steps: int, repeats: int) -> dict:
+def measure(agents: int, obs_shape: tuple[int, ...], steps: int, repeats: int, memory: int = 0) -> dict:
     spec = BehaviorSpec(
         [ObservationSpec(obs_shape, (DimensionProperty.NONE,) * len(obs_shape), ObservationType.DEFAULT, "obs")],
         ActionSpec(CONTINUOUS, ()),
     )
-    policy = SimpleNamespace(behavior_spec=spec, memory_size=0)
-    sequence = build_steps(agents, obs_shape, steps)
+    policy = SimpleNamespace(behavior_spec=spec, memory_size=memory)
+    sequence = build_steps(agents, obs_shape, steps, memory)
     rates = []
     trajectories = 0
     for _ in range(repeats):
@@ -107,6 +109,7 @@ def measure(agents: int, obs_shape: tuple[int, ...], steps: int, repeats: int) -
     return {
         "agents": agents,
         "obs_shape": list(obs_shape),
+        "memory_size": memory,
         "steps": steps,
         "repeats": repeats,
         "trajectories_per_repeat": trajectories,
@@ -121,6 +124,8 @@ def main() -> None:
         measure(128, (8,), 1_000, 5),
         measure(1024, (8,), 300, 5),
         measure(16, (84, 84, 3), 300, 3),
+        measure(16, (8,), 5_000, 5, memory=128),
+        measure(1024, (8,), 300, 5, memory=128),
     ]
     print(json.dumps({"benchmark": "processor", "time_horizon": HORIZON, "results": scenes}))
 
