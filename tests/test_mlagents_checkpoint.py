@@ -27,6 +27,7 @@ from trainers.exceptions import CheckpointError
 from trainers.ppo import PPO
 from trainers.settings import (
     ExtrinsicSettings,
+    MemorySettings,
     NetworkSettings,
     PPOSettings,
     RewardSignalType,
@@ -63,6 +64,11 @@ CASES = {
         True,
     ),
     "ZeroLayers": (spec([(6,)], 0, (3,)), NetworkSettings(hidden_units=8, num_layers=0), False),
+    "Recurrent": (
+        spec([(6,)], 2, (3,)),
+        NetworkSettings(hidden_units=16, num_layers=1, memory=MemorySettings(memory_size=16, sequence_length=4)),
+        False,
+    ),
 }
 
 
@@ -102,6 +108,11 @@ def masks_of(out: dict) -> torch.Tensor | None:
     return out["masks"] if out["masks"].shape[1] else None
 
 
+def recurrent_of(out: dict) -> dict:
+    """The actor's start memories and sequence length of a recurrent case's batch ({} otherwise)."""
+    return {"memories": out["memories"], "sequence_length": out["sequence_length"]} if "memories" in out else {}
+
+
 def mismatch(ours: torch.Tensor, theirs: torch.Tensor) -> float:
     """max |ours - theirs| / (1 + |theirs|): the absolute difference for values up to about 1,
     the relative one for larger values, whose float32 rounding grows with them. (ResNet's
@@ -133,13 +144,14 @@ def test_initialize_from_an_mlagents_checkpoint_computes_what_mlagents_computed(
     assert trainer.step == 0
     out = expected(case)
     actor, critic = trainer.algorithm.policy.actor, trainer.algorithm.critic
-    obs, masks = out["obs"], masks_of(out)
+    obs, masks, recurrent = out["obs"], masks_of(out), recurrent_of(out)
     with torch.no_grad():
-        assert mismatch(actor.encoder(obs), out["encoding"]) < TOLERANCE
-        dist = actor(obs, masks)
+        features, memories = actor.features(obs, **recurrent)  # ML-Agents' NetworkBody output
+        assert mismatch(features, out["encoding"]) < TOLERANCE
+        dist = actor(obs, masks, **recurrent)
         continuous = out.get("continuous_actions", torch.zeros((len(obs[0]), 0)))
         discrete = out.get("discrete_actions", torch.zeros((len(obs[0]), 0), dtype=torch.int64))
-        cont_log_probs, disc_log_probs, entropy = actor.evaluate_actions(obs, masks, continuous, discrete)
+        cont_log_probs, disc_log_probs, entropy = actor.evaluate_actions(obs, masks, continuous, discrete, **recurrent)
         assert mismatch(entropy, out["entropy"]) < TOLERANCE
         if out["continuous_size"]:
             assert mismatch(dist.mean, out["mean"]) < TOLERANCE  # the deterministic action
@@ -149,9 +161,17 @@ def test_initialize_from_an_mlagents_checkpoint_computes_what_mlagents_computed(
             assert mismatch(disc_log_probs.exp(), out["discrete_log_probs"].exp()) < TOLERANCE
             for ours, theirs in zip(dist.log_probs, out["probs"]):
                 assert mismatch(ours.exp(), theirs) < TOLERANCE
-            deterministic = actor.sample(obs, masks, deterministic=True).discrete
+            deterministic = actor.sample(obs, masks, deterministic=True, **recurrent).discrete
             assert torch.equal(deterministic, out["deterministic_discrete"])
-        values = critic(obs)
+        if recurrent:  # the memories after each sequence, the actor's and the critic's own
+            assert mismatch(dist.memories, out["memories_out"]) < TOLERANCE
+            assert mismatch(memories, out["memories_out"]) < TOLERANCE
+            critic_memories = out["critic_memories"]
+            values = critic(obs, critic_memories, out["sequence_length"])
+            _, critic_out = critic.features(obs, critic_memories, out["sequence_length"])
+            assert mismatch(critic_out, out["critic_memories_out"]) < TOLERANCE
+        else:
+            values = critic(obs)
         assert mismatch(values["extrinsic"], out["values"]["extrinsic"]) < TOLERANCE
 
 
@@ -187,15 +207,16 @@ def test_a_shared_mlagents_critic_fills_a_separate_one_exactly():
     assert mismatch(values, out["values"]["extrinsic"]) < TOLERANCE
 
 
-def test_a_separate_mlagents_critic_cannot_be_shared_so_its_heads_start_fresh(caplog):
-    trainer = make_trainer("3DBall", shared_critic=True)
+@pytest.mark.parametrize("case", ["3DBall", "Recurrent"])
+def test_a_separate_mlagents_critic_cannot_be_shared_so_its_heads_start_fresh(case, caplog):
+    trainer = make_trainer(case, shared_critic=True)
     heads_before = {k: v.clone() for k, v in trainer.algorithm.critic.value_heads.state_dict().items()}
     with caplog.at_level(logging.WARNING):
-        trainer.initialize_from(FIXTURES / "3DBall.pt")
-    assert "does not fit behavior '3DBall'" in caplog.text and "starts from fresh weights" in caplog.text
-    out = expected("3DBall")
-    with torch.no_grad():
-        assert mismatch(trainer.algorithm.policy.actor(out["obs"]).mean, out["mean"]) < TOLERANCE
+        trainer.initialize_from(FIXTURES / f"{case}.pt")
+    assert f"does not fit behavior {case!r}" in caplog.text and "starts from fresh weights" in caplog.text
+    out = expected(case)
+    with torch.no_grad():  # the shared critic holds the actor: loading it left the imported actor
+        assert mismatch(trainer.algorithm.policy.actor(out["obs"], **recurrent_of(out)).mean, out["mean"]) < TOLERANCE
     for key, tensor in trainer.algorithm.critic.value_heads.state_dict().items():
         assert torch.equal(tensor, heads_before[key])
 
@@ -276,6 +297,27 @@ MISMATCHES = [
         ["vis_encode_type: resnet in the checkpoint (observation 0), simple configured"],
     ),
     ("ZeroLayers", {"num_layers": 2}, ["num_layers: 1 in the checkpoint, 2 configured"]),
+    (
+        "Recurrent",
+        {"memory": None},
+        [
+            ": memory_size: 16 in the checkpoint, none (no network_settings.memory) configured; ",
+            "Policy network_body.lstm.lstm.weight_ih_l0 (32, 16) has no place in this configuration's network",
+        ],
+    ),
+    (
+        "Recurrent",
+        {"memory": MemorySettings(memory_size=32, sequence_length=4)},
+        [
+            ": memory_size: 16 in the checkpoint, 32 configured; ",
+            "Policy network_body.lstm.lstm.weight_ih_l0 is (32, 16), memory.lstm.weight_ih_l0 here is (64, 16)",
+        ],
+    ),
+    (
+        "Basic",
+        {"memory": MemorySettings(memory_size=16, sequence_length=4)},
+        [": memory_size: none (no memory) in the checkpoint, 16 configured; "],
+    ),
 ]
 
 

@@ -17,6 +17,7 @@ Our networks mirror ML-Agents' architecture, so the weights carry over by renami
         running_variance / normalization_steps                         -> encoder.inputs.<i>.normalizer.var
         normalization_steps                                            -> encoder.inputs.<i>.normalizer.count
     network_body._body_endoder.seq_layers.<2j>.*                       -> encoder.body.layers.<j>.*
+    network_body.lstm.lstm.{weight,bias}_{ih,hh}_l0                    -> memory.lstm.{weight,bias}_{ih,hh}_l0
     action_model._continuous_distribution.mu.*                         -> mean_head.*
     action_model._continuous_distribution.log_sigma                    -> log_std
     action_model._discrete_distribution.branches.<n>.* (concatenated)  -> logits_head.*
@@ -24,7 +25,9 @@ Our networks mirror ML-Agents' architecture, so the weights carry over by renami
 
 (ML-Agents' ``running_variance`` is a sum of squared deviations over ``normalization_steps``
 samples, one of them its initial pseudo-sample; ours is the variance over ``count``, so the
-statistics continue to update exactly as ML-Agents' would.) ``network_body.processors.*``
+statistics continue to update exactly as ML-Agents' would. Both LSTMs are ``torch.nn.LSTM`` of
+``memory_size / 2`` units, a memory being the hidden state then the cell state, so a recurrent
+network's memories mean the same in both.) ``network_body.processors.*``
 repeats ``observation_encoder.processors`` and the export constants (``version_number``,
 ``*_size_vector``...) only describe the actor: neither is loaded. The optimiser, the step and
 reward-signal networks are not carried over: an initialized run starts them fresh.
@@ -78,6 +81,8 @@ _RESNET_LAYER = re.compile(
 )
 _NORMALIZER = re.compile(r"network_body\.observation_encoder\.processors\.(\d+)\.normalizer\.(\w+)")
 _HIDDEN_LAYER = re.compile(r"network_body\._body_endoder\.seq_layers\.(\d+)\.(\w+)")
+_LSTM = re.compile(r"network_body\.lstm\.lstm\.((?:weight|bias)_(?:ih|hh)_l0)")
+_LSTM_HIDDEN = "memory.lstm.weight_hh_l0"  # ours; [4 * memory_size / 2, memory_size / 2]
 _MEAN_HEAD = re.compile(r"action_model\._continuous_distribution\.mu\.(\w+)")
 _LOG_SIGMA = "action_model._continuous_distribution.log_sigma"
 _BRANCH = re.compile(r"action_model\._discrete_distribution\.branches\.(\d+)\.(\w+)")
@@ -187,6 +192,8 @@ def _translate(module: Mapping[str, Any]) -> _Network:
             normalizers.setdefault(m[1], {})[m[2]] = value
         elif (m := _HIDDEN_LAYER.fullmatch(key)) and int(m[1]) % 2 == 0:  # odd indices: Swish, no weights
             net.add(f"encoder.body.layers.{int(m[1]) // 2}.{m[2]}", value, key)
+        elif m := _LSTM.fullmatch(key):
+            net.add(f"memory.lstm.{m[1]}", value, key)
         elif m := _MEAN_HEAD.fullmatch(key):
             net.add(f"mean_head.{m[1]}", value, key)
             net.continuous_size = int(value.shape[0])
@@ -267,9 +274,13 @@ def _differences(
     configuration's words (the tensor-level details follow them in the error)."""
     found = []
     network = settings.network_settings
-    memory = policy.get("memory_size_vector")
-    if any(".lstm." in key for key in policy) or (isinstance(memory, Tensor) and float(memory.sum()) > 0):
-        found.append("the checkpoint's network has recurrent memory (network_settings.memory), not supported yet")
+    theirs_memory = _memory_size(net, policy)
+    ours_memory = 0 if network.memory is None else int(network.memory.memory_size)
+    if theirs_memory != ours_memory:
+        found.append(
+            f"memory_size: {theirs_memory or 'none (no memory)'} in the checkpoint, "
+            f"{ours_memory or 'none (no network_settings.memory)'} configured"
+        )
     if f"{_LOG_SIGMA}.weight" in policy:
         found.append("its continuous actions have a state-dependent sigma (a SAC policy); only PPO policies carry over")
     theirs = (net.continuous_size, net.branch_sizes)
@@ -302,6 +313,15 @@ def _differences(
         if kind != configured:
             found.append(f"vis_encode_type: {kind} in the checkpoint (observation {index}), {configured} configured")
     return found
+
+
+def _memory_size(net: _Network, policy: Mapping[str, Any]) -> int:
+    """The memory_size of ML-Agents' actor: twice its LSTM's units (0 without one)."""
+    hidden = net.tensors.get(_LSTM_HIDDEN)
+    if hidden is not None and hidden.ndim == 2:
+        return 2 * int(hidden.shape[1])
+    vector = policy.get("memory_size_vector")  # the export constant, for an LSTM we could not read
+    return int(vector.sum()) if isinstance(vector, Tensor) and vector.numel() else 0
 
 
 def _actions(continuous: int, branches: tuple[int, ...]) -> str:
@@ -343,17 +363,17 @@ def _critic(
     settings: TrainerSettings,
 ) -> tuple[dict[str, Tensor], str | None]:
     """Our critic's state from the checkpoint, or (fresh weights, why it cannot be). A shared
-    critic's encoder is the actor's, so it always takes the imported actor encoder."""
+    critic holds the actor itself (its state repeats the actor's under ``actor.``), so it always
+    takes the imported actor; a separate one's body is its encoder and its LSTM."""
     streams = [str(getattr(kind, "value", kind)) for kind in settings.reward_signals]
     shared_here = bool(getattr(settings.hyperparameters, "shared_critic", False))
-    encoder_keys = [key for key in critic_target if key.startswith("encoder.")]
+    body_keys = [key for key in critic_target if key.startswith(("encoder.", "memory."))]
     fresh = dict(critic_target)
-    if shared_here:
-        fresh.update({key: actor[key] for key in encoder_keys if key in actor})
+    fresh.update({key: actor[key[len("actor.") :]] for key in critic_target if key.startswith("actor.")})
     if actor_net.value_heads:  # mlagents-learn shared its critic: value heads on the actor's body
-        if any(key not in actor or actor[key].shape != critic_target[key].shape for key in encoder_keys):
+        if any(key not in actor or actor[key].shape != critic_target[key].shape for key in body_keys):
             return fresh, "its value heads sit on an encoder that does not match this critic's"
-        encoder = {key: actor[key].clone() for key in encoder_keys}
+        body = {key: actor[key].clone() for key in body_keys}
         heads = actor_net.value_heads
     elif shared_here:
         return fresh, "its value network has an encoder of its own, and this configuration shares the actor's"
@@ -362,7 +382,7 @@ def _critic(
         if not isinstance(module, Mapping):
             return fresh, f"it holds no value network ({CRITIC})"
         net = _translate(module)
-        encoder, problems = _fit(CRITIC, net, critic_target, encoder_keys)
+        body, problems = _fit(CRITIC, net, critic_target, body_keys)
         if problems:
             return fresh, "; ".join(problems[:2])
         heads = net.value_heads
@@ -372,7 +392,7 @@ def _critic(
     ignored = sorted(set(heads) - set(streams))
     if ignored:
         logger.info("Value heads of reward signals not configured here are not imported: %s", ", ".join(ignored))
-    return {**encoder, **value_heads}, None
+    return {**fresh, **body, **value_heads}, None
 
 
 def _value_heads(
