@@ -363,13 +363,14 @@ def _critic(
     settings: TrainerSettings,
 ) -> tuple[dict[str, Tensor], str | None]:
     """Our critic's state from the checkpoint, or (fresh weights, why it cannot be). A shared
-    critic holds the actor itself (its state repeats the actor's under ``actor.``), so it always
-    takes the imported actor; a separate one's body is its encoder and its LSTM."""
+    critic's body (encoder and LSTM) is the actor's, so it always takes the imported actor's; a
+    separate one's body is its own encoder and LSTM."""
     streams = [str(getattr(kind, "value", kind)) for kind in settings.reward_signals]
     shared_here = bool(getattr(settings.hyperparameters, "shared_critic", False))
     body_keys = [key for key in critic_target if key.startswith(("encoder.", "memory."))]
     fresh = dict(critic_target)
-    fresh.update({key: actor[key[len("actor.") :]] for key in critic_target if key.startswith("actor.")})
+    if shared_here:
+        fresh.update({key: actor[key] for key in body_keys if key in actor})
     if actor_net.value_heads:  # mlagents-learn shared its critic: value heads on the actor's body
         if any(key not in actor or actor[key].shape != critic_target[key].shape for key in body_keys):
             return fresh, "its value heads sit on an encoder that does not match this critic's"

@@ -48,16 +48,20 @@ class _SharedCritic(torch.nn.Module):
 
     def __init__(self, policy: TorchPolicy, stream_names: list[str], generator: torch.Generator):
         super().__init__()
-        self.actor = policy.actor
-        self.memory_size = self.actor.memory_size
-        features = self.actor.encoder.output_size if self.actor.memory is None else self.actor.memory.hidden_size
+        actor = policy.actor
+        # the actor's body as this module's own (its state keeps the encoder.* / memory.* keys)
+        self.encoder = actor.encoder
+        self.memory = actor.memory
+        self.memory_size = actor.memory_size
+        self._actor_features = actor.features
+        features = actor.encoder.output_size if actor.memory is None else actor.memory.hidden_size
         self.value_heads = ValueHeads(features, stream_names, generator=generator)
 
     def features(
         self, obs: list[torch.Tensor], memories: torch.Tensor | None = None, sequence_length: int = 1
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The actor's features; with memory, the actor's LSTM from the critic's own memories."""
-        return self.actor.features(obs, memories, sequence_length)
+        return self._actor_features(obs, memories, sequence_length)
 
     def forward(
         self, obs: list[torch.Tensor], memories: torch.Tensor | None = None, sequence_length: int = 1
