@@ -493,6 +493,20 @@ def test_memory_sequence_length_bounded_by_batch_size() -> None:
     )
 
 
+def test_recurrent_ppo_batch_size_is_whole_sequences() -> None:
+    ppo = {
+        "hyperparameters": {"batch_size": 100, "buffer_size": 200},
+        "network_settings": {"memory": {"sequence_length": 64}},
+    }
+    assert error_of({"behaviors": {"H": ppo}}) == (
+        "behaviors.H: hyperparameters.batch_size (100) must be a multiple of network_settings.memory.sequence_length "
+        "(64): minibatches are whole sequences"
+    )
+    # SAC samples batch_size // sequence_length sequences, as mlagents-learn does
+    sac = {"trainer_type": "sac", **ppo, "hyperparameters": {"batch_size": 100}}
+    structure_run_options({"behaviors": {"H": sac}})
+
+
 def test_at_least_one_reward_signal_and_gail_demo_path() -> None:
     assert error_of({"behaviors": {"A": {"reward_signals": {}}}}) == (
         "behaviors.A.reward_signals: at least one reward signal is required (e.g. extrinsic: {})"
