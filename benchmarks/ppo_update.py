@@ -103,7 +103,7 @@ def measure_update(threads: int, repeats: int, recurrent: bool = False) -> dict:
         start = time.perf_counter()
         ppo.update(0)
         update_seconds.append(time.perf_counter() - start)
-    hp = settings.hyperparameters
+    hp = ppo.hyperparameters
     length = ppo.sequence_length
     per_minibatch = max(hp.batch_size // length, 1)
     return {
