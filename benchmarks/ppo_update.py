@@ -13,10 +13,10 @@ with batch 64 one sequence per minibatch, 582 minibatch steps. Processing (PPO.a
 the recurrent critic sequence by sequence with the memory carried, as ML-Agents does.
 ML-Agents 0.28's own figure on the same data: ``benchmarks/mlagents_recurrent_anchor.py``
 (about 1.46 s per update and 0.39 s of processing at 1 torch thread on a 2-core machine with
-the other core busy, against about 1.06 s and 0.045 s here). Both updates spend roughly half
-of each minibatch step in the same two oneDNN LSTM kernels (actor and critic, forward and
-backward over one 64-step sequence), which bounds the update's speed-up well below the
-non-recurrent one's.
+the other core busy, against about 1.06 s and 0.045 s here). Both updates spend about 0.9 ms of
+each minibatch step in the same two oneDNN LSTM kernels (actor and critic, forward and
+backward over one 64-step sequence; about half of a step here, a third of ML-Agents'), which
+bounds the update's speed-up well below the non-recurrent one's.
 """
 
 from __future__ import annotations
