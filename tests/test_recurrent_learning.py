@@ -62,9 +62,10 @@ def solved(curve: list[tuple[int, float]]) -> bool:
     return len(curve) >= 3 and min(reward for _, reward in curve[-3:]) > 0.8
 
 
+@pytest.mark.parametrize("seed", [1, 2])
 @pytest.mark.parametrize("algo", ["ppo", "sac"])
-def test_hallway_is_solved_with_memory(algo):
-    log = train_builtin("Hallway", hallway(algo), seed=1, num_areas=4, until=solved)
+def test_hallway_is_solved_with_memory(algo, seed):
+    log = train_builtin("Hallway", hallway(algo), seed=seed, num_areas=4, until=solved)
     assert solved(log.curve), log.curve
 
 
