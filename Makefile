@@ -31,7 +31,7 @@ test: $(STAMP)
 	$(VENV)/bin/pytest -q
 
 bench: $(STAMP)
-	for script in benchmarks/*.py; do $(VENV)/bin/python $$script; done
+	for script in benchmarks/[!_]*.py; do $(VENV)/bin/python $$script; done
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -48,13 +48,13 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from typing import Any
 
 import mlagents.trainers
 import mlagents.trainers.trainer  # noqa: F401  (must precede ppo.trainer: circular import)
 import numpy as np
 import torch
+from _probe import Probe  # this folder: the scripts run from it
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.ppo.trainer import PPOTrainer
 from mlagents.trainers.settings import RunOptions
@@ -164,26 +164,6 @@ def synthetic_trajectories() -> list[Trajectory]:
     rng = np.random.default_rng(0)
     lengths = [TIME_HORIZON] * (SAMPLES // TIME_HORIZON) + [SAMPLES % TIME_HORIZON]
     return [synthetic_trajectory(rng, i, n) for i, n in enumerate(lengths)]
-
-
-class Probe:
-    """Accumulates time spent in a wrapped callable."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-        self.seconds = 0.0
-        self.calls = 0
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        out = self.fn(*args, **kwargs)
-        self.seconds += time.perf_counter() - start
-        self.calls += 1
-        return out
-
-    def reset(self) -> None:
-        self.seconds = 0.0
-        self.calls = 0
 
 
 def install_probes(trainer: PPOTrainer) -> dict[str, Probe]:

@@ -65,13 +65,13 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from collections.abc import Callable
 from typing import Any
 
 import mlagents.trainers
 import mlagents.trainers.trainer  # noqa: F401  (must precede sac.trainer: circular import)
 import numpy as np
 import torch
+from _probe import Probe  # this folder: the scripts run from it
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.sac.trainer import SACTrainer
 from mlagents.trainers.settings import RunOptions
@@ -229,26 +229,6 @@ def fill_buffer(trainer: SACTrainer, name: str, setting: dict[str, Any]) -> floa
             )
         )
     return time.perf_counter() - start
-
-
-class Probe:
-    """Accumulates time spent in a wrapped callable."""
-
-    def __init__(self, fn: Callable[..., Any]) -> None:
-        self.fn = fn
-        self.seconds = 0.0
-        self.calls = 0
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        start = time.perf_counter()
-        out = self.fn(*args, **kwargs)
-        self.seconds += time.perf_counter() - start
-        self.calls += 1
-        return out
-
-    def reset(self) -> None:
-        self.seconds = 0.0
-        self.calls = 0
 
 
 def run_updates(trainer: SACTrainer, n_steps: int) -> None:
