@@ -254,10 +254,14 @@ def test_critic_memory_carries_across_an_agents_trajectories_and_restarts_with_a
     obs = [torch.as_tensor(np.concatenate([t.obs[0] for t in (first, second)] + [second.next_obs[0][None]]))]
     with torch.no_grad():
         values_1, starts_1 = memories.evaluate(
-            first, [torch.as_tensor(np.concatenate([first.obs[0], first.next_obs[0][None]]))], ppo._critic_pass
+            first,
+            [torch.as_tensor(np.concatenate([first.obs[0], first.next_obs[0][None]]))],
+            ppo.critic.values_and_memories,
         )
         values_2, starts_2 = memories.evaluate(
-            second, [torch.as_tensor(np.concatenate([second.obs[0], second.next_obs[0][None]]))], ppo._critic_pass
+            second,
+            [torch.as_tensor(np.concatenate([second.obs[0], second.next_obs[0][None]]))],
+            ppo.critic.values_and_memories,
         )
         # one pass over both trajectories' steps, memory carried: the same values
         features, _ = critic.features([obs[0][:11]], torch.zeros(1, critic.memory_size), 11)
@@ -269,14 +273,16 @@ def test_critic_memory_carries_across_an_agents_trajectories_and_restarts_with_a
         again, starts = memories.evaluate(
             attrs.evolve(second, episode_start=True),
             [torch.as_tensor(np.concatenate([second.obs[0], second.next_obs[0][None]]))],
-            ppo._critic_pass,
+            ppo.critic.values_and_memories,
         )
     assert not starts[0].any() and not torch.allclose(again["extrinsic"], values_2["extrinsic"])
     # an episode's end drops the agent's memory
     ended = attrs.evolve(second, done=np.array([False] * 4 + [True]))
     with torch.no_grad():
         memories.evaluate(
-            ended, [torch.as_tensor(np.concatenate([second.obs[0], second.next_obs[0][None]]))], ppo._critic_pass
+            ended,
+            [torch.as_tensor(np.concatenate([second.obs[0], second.next_obs[0][None]]))],
+            ppo.critic.values_and_memories,
         )
     assert len(memories) == 0
 

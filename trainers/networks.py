@@ -835,6 +835,13 @@ class Critic(nn.Module):
         """-> {reward signal name: values [B]}."""
         return self.value_heads(self.features(obs, memories, sequence_length)[0])
 
+    def values_and_memories(
+        self, obs: Sequence[Tensor], memories: Tensor | None, sequence_length: int
+    ) -> tuple[dict[str, Tensor], Tensor]:
+        """({reward signal name: values [B]}, the memories after each sequence [N, k])."""
+        features, memories_out = self.features(obs, memories, sequence_length)
+        return self.value_heads(features), memories_out
+
     def stacked(self, obs: Sequence[Tensor], memories: Tensor | None = None, sequence_length: int = 1) -> Tensor:
         """[B, S]: the value estimates as columns, in stream order."""
         return self.value_heads.stacked(self.features(obs, memories, sequence_length)[0])

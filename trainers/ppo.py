@@ -68,6 +68,12 @@ class _SharedCritic(torch.nn.Module):
     ) -> dict[str, torch.Tensor]:
         return self.value_heads(self.features(obs, memories, sequence_length)[0])
 
+    def values_and_memories(
+        self, obs: list[torch.Tensor], memories: torch.Tensor | None, sequence_length: int
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        features, memories_out = self.features(obs, memories, sequence_length)
+        return self.value_heads(features), memories_out
+
     def update_normalization(self, obs: list[torch.Tensor]) -> None:
         """The actor's normaliser is the shared one; the policy updates it."""
 
@@ -138,7 +144,7 @@ class PPO:
         with torch.no_grad():
             if self.critic.memory_size:
                 estimates, start_memories = self._critic_memories.evaluate(
-                    trajectory, self.policy.obs_to_tensors(obs_with_next), self._critic_pass
+                    trajectory, self.policy.obs_to_tensors(obs_with_next), self.critic.values_and_memories
                 )
                 critic_memories = start_memories.cpu().numpy()
             else:
@@ -160,12 +166,6 @@ class PPO:
         self.buffer.append(trajectory, advantages, returns, values, critic_memories)
         if self._training_signals:
             self._since_update.append(trajectory)
-
-    def _critic_pass(
-        self, obs: list[torch.Tensor], memory: torch.Tensor, sequence_length: int
-    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
-        features, memory = self.critic.features(obs, memory, sequence_length)
-        return self.critic.value_heads(features), memory
 
     def ready(self) -> bool:
         return len(self.buffer) > self.hyperparameters.buffer_size

@@ -16,6 +16,12 @@ per discrete branch, tuned towards ML-Agents' targets; then the target value net
 ``tau`` of the way to the value network. The three losses touch disjoint parameters, so one
 Adam over all of them takes the step ML-Agents' three optimisers take (Adam is elementwise);
 the policy's gradient is computed on its own, so Q1 is not trained by the policy loss.
+
+Recurrent (``network_settings.memory``), as ML-Agents: the replay buffer holds whole padded
+sequences and a minibatch is ``batch_size / sequence_length`` of them; the actor restarts each
+from the memory it was fed when acting, the value network from the memory its evaluation of the
+trajectory carried (per agent, as PPO's critic), the Q networks from zeros; the target value
+network starts one value-network step in; every loss ignores the padding.
 """
 
 from __future__ import annotations
@@ -118,7 +124,9 @@ class SAC:
 
         shapes = [tuple(int(s) for s in spec.shape) for spec in specs]
         memory_sizes = (self.policy.memory_size, self.value.memory_size)
-        _check_replay_memory(behavior_name, hyperparameters.buffer_size, shapes, self, memory_sizes)
+        _check_replay_memory(
+            behavior_name, hyperparameters.buffer_size, shapes, self.continuous_size, self.branches, memory_sizes
+        )
         memory = network.memory
         self.sequence_length = 1 if memory is None else int(memory.sequence_length)
         self.replay = ReplayBuffer(
@@ -147,7 +155,7 @@ class SAC:
             if self.value.memory_size:
                 obs_with_next = [np.concatenate([o, n[None]]) for o, n in zip(trajectory.obs, trajectory.next_obs)]
                 obs = self.policy.actor.encoder.normalize(self.policy.obs_to_tensors(obs_with_next))
-                estimates, starts = self._value_memories.evaluate(trajectory, obs, self._value_pass)
+                estimates, starts = self._value_memories.evaluate(trajectory, obs, self.value.values_and_memories)
                 values = np.array([float(estimates[name][:-1].mean()) for name in self.value.stream_names])
                 value_memories = starts.cpu().numpy()
             else:
@@ -158,10 +166,6 @@ class SAC:
             self._episode_rewards.add(trajectory, signal.name, rewards[:, i])
         self.replay.add(trajectory, rewards, value_memories)
         self.steps += trajectory.length
-
-    def _value_pass(self, obs: list[Tensor], memory: Tensor, sequence_length: int) -> tuple[dict[str, Tensor], Tensor]:
-        features, memory = self.value.features(obs, memory, sequence_length)
-        return self.value.value_heads(features), memory
 
     def updates_due(self) -> int:
         """Gradient steps owed to the steps received (0 until ``buffer_init_steps`` steps
@@ -365,11 +369,16 @@ def _physical_memory_bytes() -> int | None:
 
 
 def _check_replay_memory(
-    behavior_name: str, capacity: int, shapes: list[tuple[int, ...]], sac: SAC, memory_sizes: tuple[int, int]
+    behavior_name: str,
+    capacity: int,
+    shapes: list[tuple[int, ...]],
+    continuous_size: int,
+    branches: tuple[int, ...],
+    memory_sizes: tuple[int, int],
 ) -> None:
     """Refuse a replay buffer that cannot fit in this machine's memory (before it fills up and
     the run dies hours in); log what it will take."""
-    need = capacity * transition_bytes(shapes, sac.continuous_size, sac.branches, 1, memory_sizes)
+    need = capacity * transition_bytes(shapes, continuous_size, branches, 1, memory_sizes)
     total = _physical_memory_bytes()
     if total is not None and need > total:
         raise ConfigError(
