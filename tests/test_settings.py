@@ -502,9 +502,21 @@ def test_recurrent_ppo_batch_size_is_whole_sequences() -> None:
         "behaviors.H: hyperparameters.batch_size (100) must be a multiple of network_settings.memory.sequence_length "
         "(64): minibatches are whole sequences"
     )
-    # SAC samples batch_size // sequence_length sequences, as mlagents-learn does
-    sac = {"trainer_type": "sac", **ppo, "hyperparameters": {"batch_size": 100}}
-    structure_run_options({"behaviors": {"H": sac}})
+
+
+def test_recurrent_sac_batch_of_partial_sequences_is_said(caplog: pytest.LogCaptureFixture) -> None:
+    # SAC samples batch_size // sequence_length sequences, as mlagents-learn does, and says so
+    sac = {
+        "trainer_type": "sac",
+        "hyperparameters": {"batch_size": 100},
+        "network_settings": {"memory": {"sequence_length": 64}},
+    }
+    with caplog.at_level("WARNING"):
+        structure_run_options({"behaviors": {"H": sac}})
+    assert (
+        "behaviors.H: hyperparameters.batch_size (100) is not a multiple of network_settings.memory.sequence_length "
+        "(64); each minibatch is 1 whole sequence(s), 64 steps" in caplog.text
+    )
 
 
 def test_at_least_one_reward_signal_and_gail_demo_path() -> None:

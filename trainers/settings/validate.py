@@ -181,17 +181,19 @@ def check_trainer_settings(
             f"{where}: network_settings.memory.sequence_length ({memory.sequence_length}) "
             f"must not exceed batch_size ({batch})"
         )
-    elif (
-        memory is not None
-        and isinstance(batch, int)
-        and not isinstance(settings.hyperparameters, SACSettings)
-        and batch % memory.sequence_length
-    ):
-        # PPO-like trainers take minibatches of whole sequences (mlagents-learn fails at its first update)
-        c.errors.append(
-            f"{where}: hyperparameters.batch_size ({batch}) must be a multiple of "
-            f"network_settings.memory.sequence_length ({memory.sequence_length}): minibatches are whole sequences"
-        )
+    elif memory is not None and isinstance(batch, int) and batch % memory.sequence_length:
+        length = memory.sequence_length
+        if isinstance(settings.hyperparameters, SACSettings):  # samples batch // length sequences, as mlagents-learn
+            c.warnings.append(
+                f"{where}: hyperparameters.batch_size ({batch}) is not a multiple of "
+                f"network_settings.memory.sequence_length ({length}); each minibatch is {batch // length} whole "
+                f"sequence(s), {batch // length * length} steps"
+            )
+        else:  # PPO-like trainers take minibatches of whole sequences (mlagents-learn fails at its first update)
+            c.errors.append(
+                f"{where}: hyperparameters.batch_size ({batch}) must be a multiple of "
+                f"network_settings.memory.sequence_length ({length}): minibatches are whole sequences"
+            )
     _positive(c, where, settings, "time_horizon", "summary_freq", "checkpoint_interval", "keep_checkpoints")
     _non_negative(c, where, settings, "max_steps")
     if not settings.reward_signals:
