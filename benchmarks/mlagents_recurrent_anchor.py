@@ -54,16 +54,15 @@ import mlagents.trainers
 import mlagents.trainers.trainer  # noqa: F401  (must precede ppo.trainer: circular import)
 import numpy as np
 import torch
-from _probe import Probe  # this folder: the scripts run from it
+from _mlagents_trajectory import continuous_trajectory  # this folder: the scripts run from it
+from _probe import Probe
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.ppo.trainer import PPOTrainer
 from mlagents.trainers.settings import RunOptions
-from mlagents.trainers.torch.action_log_probs import LogProbsTuple
-from mlagents.trainers.trajectory import AgentExperience, Trajectory
+from mlagents.trainers.trajectory import Trajectory
 from mlagents_envs import logging_util
 from mlagents_envs.base_env import (
     ActionSpec,
-    ActionTuple,
     BehaviorSpec,
     DimensionProperty,
     ObservationSpec,
@@ -133,30 +132,15 @@ def synthetic_trajectory(rng: np.random.Generator, index: int, length: int) -> T
     actions = rng.standard_normal((length, ACT_SIZE), dtype=np.float32)
     log_probs = -0.5 * actions**2 - 0.92
     memories = rng.standard_normal((length, MEMORY_SIZE), dtype=np.float32)
-    empty_int = np.zeros(0, dtype=np.int32)
-    empty_float = np.zeros(0, dtype=np.float32)
-    steps = [
-        AgentExperience(
-            obs=[obs[t]],
-            reward=0.1,
-            done=t == length - 1 and index % 2 == 0,
-            action=ActionTuple(continuous=actions[t], discrete=empty_int),
-            action_probs=LogProbsTuple(continuous=log_probs[t], discrete=empty_float),
-            action_mask=None,
-            prev_action=empty_int,
-            interrupted=False,
-            memory=memories[t],
-            group_status=[],
-            group_reward=0.0,
-        )
-        for t in range(length)
-    ]
-    return Trajectory(
-        steps=steps,
-        next_obs=[obs[length]],
-        next_group_obs=[],
+    return continuous_trajectory(
+        obs,
+        actions,
+        log_probs,
+        np.full(length, 0.1, np.float32),
+        terminated=index % 2 == 0,
         agent_id=f"agent_0-{index}",
         behavior_id=f"{NAME}?team=0",
+        memories=memories,
     )
 
 

@@ -71,16 +71,15 @@ import mlagents.trainers
 import mlagents.trainers.trainer  # noqa: F401  (must precede sac.trainer: circular import)
 import numpy as np
 import torch
-from _probe import Probe  # this folder: the scripts run from it
+from _mlagents_trajectory import continuous_trajectory  # this folder: the scripts run from it
+from _probe import Probe
 from mlagents.trainers.behavior_id_utils import BehaviorIdentifiers
 from mlagents.trainers.sac.trainer import SACTrainer
 from mlagents.trainers.settings import RunOptions
-from mlagents.trainers.torch.action_log_probs import LogProbsTuple
-from mlagents.trainers.trajectory import AgentExperience, Trajectory
+from mlagents.trainers.trajectory import Trajectory
 from mlagents_envs import logging_util
 from mlagents_envs.base_env import (
     ActionSpec,
-    ActionTuple,
     BehaviorSpec,
     DimensionProperty,
     ObservationSpec,
@@ -185,30 +184,8 @@ def random_trajectory(rng: np.random.Generator, name: str, obs_size: int, act_si
     actions = rng.uniform(-1.0, 1.0, (length, act_size)).astype(np.float32)
     log_probs = rng.standard_normal((length, act_size), dtype=np.float32)
     rewards = rng.standard_normal(length, dtype=np.float32)
-    empty_int = np.zeros(0, dtype=np.int32)
-    empty_float = np.zeros(0, dtype=np.float32)
-    steps: list[AgentExperience] = [
-        AgentExperience(
-            obs=[obs[t]],
-            reward=rewards[t],
-            done=t == length - 1,
-            action=ActionTuple(continuous=actions[t], discrete=empty_int),
-            action_probs=LogProbsTuple(continuous=log_probs[t], discrete=empty_float),
-            action_mask=None,
-            prev_action=empty_int,
-            interrupted=False,
-            memory=None,
-            group_status=[],
-            group_reward=0.0,
-        )
-        for t in range(length)
-    ]
-    return Trajectory(
-        steps=steps,
-        next_obs=[obs[length]],
-        next_group_obs=[],
-        agent_id="agent-0",
-        behavior_id=f"{name}?team=0",
+    return continuous_trajectory(
+        obs, actions, log_probs, rewards, terminated=True, agent_id="agent-0", behavior_id=f"{name}?team=0"
     )
 
 
