@@ -94,6 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
         "the environment path and the results folder), print the resolved configuration and exit 0 or 1; "
         "writes nothing and starts no environment",
     )
+    p.add_argument(
+        "--record-demo",
+        metavar="DIR",
+        help="record every behavior's experience (training or --inference) as Unity demonstration "
+        "files DIR/<Behavior>.demo, complete when the run ends",
+    )
     p.add_argument("--env-args", nargs=argparse.REMAINDER, help="arguments passed to the build (must come last)")
     return p
 
@@ -121,13 +127,15 @@ def resolve_options(explicit: dict[str, Any]) -> Any:
     return apply_cli_overrides(options, explicit), registry
 
 
-def run_training(options: Any, registry: Any, bind_address: str, stop: threading.Event) -> int:
+def run_training(
+    options: Any, registry: Any, bind_address: str, stop: threading.Event, record_demo: str | None = None
+) -> int:
     """Everything after the configuration: the run's wiring (:func:`orchestration.run.build_run`)
     and the loop. A finished run given --resume is a clean exit with a message."""
     from orchestration.run import RunAlreadyFinished, build_run
 
     try:
-        run = build_run(options, registry=registry, stop=stop, bind_address=bind_address)
+        run = build_run(options, registry=registry, stop=stop, bind_address=bind_address, record_demo=record_demo)
     except RunAlreadyFinished as finished:
         logger.info("%s; nothing to train.", finished)
         print(f"agents-learn: {finished}.", file=sys.stderr)
@@ -136,14 +144,14 @@ def run_training(options: Any, registry: Any, bind_address: str, stop: threading
     return 0  # a stop request is a clean end, as in mlagents-learn: everything is saved
 
 
-def check_only(options: Any, registry: Any) -> int:
+def check_only(options: Any, registry: Any, record_demo: str | None = None) -> int:
     """``--check``: every check a run makes before its first write, then the resolved
     configuration on stdout; nothing is written and no environment starts."""
     from orchestration.run import check_run
     from stats import check_stats_writer_plugins
     from trainers.settings import dump_run_options
 
-    device = check_run(options, registry=registry)
+    device = check_run(options, registry=registry, record_demo=record_demo)
     plugins = check_stats_writer_plugins()
     sys.stdout.write(dump_run_options(options))
     sys.stdout.flush()
@@ -200,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     log_stream = sys.stderr if check else sys.stdout
     configure_logging(debug, log_stream)
     bind_address = explicit.pop("bind_address", "127.0.0.1")
+    # Where to record demonstrations is no configuration value (ML-Agents has no such key):
+    # it goes to the run like --bind-address, and stays out of configuration.yaml.
+    record_demo = explicit.pop("record_demo", None)
     stop = threading.Event()
     try:
         options, registry = resolve_options(explicit)
@@ -207,9 +218,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             debug = True
             configure_logging(True, log_stream)
         if check:
-            return check_only(options, registry)
+            return check_only(options, registry, record_demo)
         install_stop_handler(stop)
-        return run_training(options, registry, bind_address, stop)
+        return run_training(options, registry, bind_address, stop, record_demo)
     except _error_types() as error:
         if debug:
             logger.exception("agents-learn failed")

@@ -22,6 +22,7 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps
 
 from envs.workers import EnvWorkerPool, RestartBudget, WorkerFault, WorkerResult
+from orchestration.demo_recorder import DemoRecorder
 from processors import ActionInfo, AgentManager, AgentManagerQueue
 from processors.agent_processor import allowed_actions
 from stats import PerfKind, PerfStats, Timers, timed_method
@@ -64,7 +65,8 @@ class EnvManager:
 
     ``create_runtime(behavior_id, spec)`` is called the first time a behavior appears (on any
     worker). ``perf`` receives env-wait, inference and processing intervals. ``on_restart``
-    is told of each worker restart (worker id, fault).
+    is told of each worker restart (worker id, fault). ``recorder`` (``--record-demo``)
+    is handed every step with the ActionInfo it follows, and closed by :meth:`close`.
     """
 
     def __init__(
@@ -76,6 +78,7 @@ class EnvManager:
         perf: PerfStats | None = None,
         timers: Timers | None = None,
         clock: Callable[[], float] = time.monotonic,
+        recorder: DemoRecorder | None = None,
     ):
         self.pool = pool
         self._create_runtime = create_runtime
@@ -83,6 +86,7 @@ class EnvManager:
         self.perf = perf if perf is not None else PerfStats()
         self.timers = timers if timers is not None else Timers()
         self._clock = clock
+        self.recorder = recorder
         self.runtimes: dict[str, BehaviorRuntime] = {}
         self._last_action: dict[tuple[int, str], ActionInfo] = {}
         self._has_stepped: set[int] = set()
@@ -157,6 +161,10 @@ class EnvManager:
                 decision, terminal = record.to_steps()
                 previous = self._last_action.pop((worker_id, behavior_id), None)
                 runtime.manager.add_experiences(decision, terminal, worker_id, previous)
+                if self.recorder is not None:
+                    self.recorder.record(
+                        worker_id, behavior_id, runtime.policy.behavior_spec, decision, terminal, previous
+                    )
                 n = len(decision) + len(terminal)
                 self.agent_steps += n
                 self.agent_steps_by_behavior[behavior_id] += n
@@ -230,6 +238,8 @@ class EnvManager:
         self.restart_count += 1
         for runtime in self.runtimes.values():
             runtime.manager.discard_worker(worker_id)
+        if self.recorder is not None:
+            self.recorder.discard_worker(worker_id)
         for key in [k for k in self._last_action if k[0] == worker_id]:
             del self._last_action[key]
         self._has_stepped.discard(worker_id)
@@ -240,5 +250,10 @@ class EnvManager:
             yield runtime.manager.trajectory_queue
 
     def close(self) -> None:
-        """End every environment; nothing collected is published (the run is over)."""
-        self.pool.close()
+        """End every environment; nothing collected is published (the run is over). The
+        demonstration files being recorded are completed."""
+        try:
+            self.pool.close()
+        finally:
+            if self.recorder is not None:
+                self.recorder.close()

@@ -44,6 +44,7 @@ from envs.workers import (
     resolve_factory,
 )
 from orchestration.controller import RunOutcome, TrainerController
+from orchestration.demo_recorder import DemoRecorder
 from orchestration.env_manager import EnvManager
 from stats import (
     PerfStats,
@@ -115,6 +116,7 @@ def build_run(
     console: bool = True,
     stop: threading.Event | None = None,
     bind_address: str = LOOPBACK,
+    record_demo: str | os.PathLike[str] | None = None,
 ) -> Run:
     """Check everything, then lay out the results folder and wire the run.
 
@@ -123,10 +125,12 @@ def build_run(
     be a module-level function (it is sent to worker processes). writers: stats writers added
     to the default ones (TensorBoard, console unless ``console=False``, JSON lines) and the
     plugins. stop: set it to end the run cleanly (the CLI's Ctrl-C). bind_address: where the
-    Unity connection listens.
+    Unity connection listens. record_demo (``--record-demo``): a folder to record every
+    behavior's experience in, as ``<Behavior>.demo`` (complete when the run ends, however it
+    ends).
     """
     registry = registry if registry is not None else TrainerRegistry.with_plugins()
-    device = check_run(options, registry=registry, env_factory=env_factory)
+    device = check_run(options, registry=registry, env_factory=env_factory, record_demo=record_demo)
     env = options.env_settings
     cp = options.checkpoint_settings
     if env.seed == -1:
@@ -200,19 +204,30 @@ def build_run(
     restarts = RestartBudget(
         env.max_lifetime_restarts, env.restarts_rate_limit_n, float(env.restarts_rate_limit_period_s)
     )
-    manager = EnvManager(pool, controller.create_runtime, restarts=restarts, perf=perf, timers=timers)
+    recorder = DemoRecorder(record_demo) if record_demo is not None else None
+    manager = EnvManager(
+        pool, controller.create_runtime, restarts=restarts, perf=perf, timers=timers, recorder=recorder
+    )
     return Run(options, run_dir, controller, manager, hub, timers)
 
 
 # ---------------------------------------------------------------- checks before any work
 
 
-def check_run(options: RunOptions, *, registry: TrainerRegistry, env_factory: EnvFactory | None = None) -> str:
+def check_run(
+    options: RunOptions,
+    *,
+    registry: TrainerRegistry,
+    env_factory: EnvFactory | None = None,
+    record_demo: str | os.PathLike[str] | None = None,
+) -> str:
     """Everything that can be refused without writing anything or starting an environment
     (``--check`` runs exactly this); returns the torch device to train on."""
     require_capabilities(options, registry.algorithms)
     check_environment(options, env_factory)
     check_results_dir(Path(options.checkpoint_settings.results_dir))
+    if record_demo is not None:
+        check_record_demo(Path(record_demo))
     check_run_dir(options)
     return pick_device(options.torch_settings.device)
 
@@ -260,6 +275,13 @@ def check_results_dir(results_dir: Path) -> None:
     for folder in (results_dir, *results_dir.parents):
         if folder.exists() and not folder.is_dir():
             raise ConfigError(f"--results-dir (checkpoint_settings.results_dir): {folder} is a file, not a folder")
+
+
+def check_record_demo(folder: Path) -> None:
+    """``--record-demo`` must name a folder (or where one can be made)."""
+    for path in (folder, *folder.parents):
+        if path.exists() and not path.is_dir():
+            raise ConfigError(f"--record-demo: {path} is a file, not a folder")
 
 
 def pick_device(requested: str | None) -> str:
