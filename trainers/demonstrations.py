@@ -88,6 +88,7 @@ def _protos() -> Any:
         Action=agent_action_pb2.AgentActionProto,
         Observation=observation_pb2.ObservationProto,
         NONE=observation_pb2.NONE,
+        PNG=observation_pb2.PNG,
     )
 
 
@@ -126,6 +127,24 @@ def delimited(message: Any) -> bytes:
     return _encode_varint(len(body)) + body
 
 
+def png_channels(image: np.ndarray) -> tuple[bytes, list[int]]:
+    """A ``[H, W, C]`` uint8 image as Unity compresses one: the channels in groups of three, one
+    RGB PNG per group (the last padded with zeros), concatenated, and the channel mapping (which
+    image channel each PNG channel holds, -1 for padding). Lossless: decoding gives ``image / 255``."""
+    import io
+
+    from PIL import Image
+
+    channels = image.shape[2]
+    padded = -channels % 3
+    if padded:
+        image = np.concatenate([image, np.zeros((*image.shape[:2], padded), np.uint8)], axis=2)
+    out = io.BytesIO()
+    for start in range(0, image.shape[2], 3):
+        Image.fromarray(np.ascontiguousarray(image[:, :, start : start + 3])).save(out, format="PNG")
+    return out.getvalue(), [*range(channels), *([-1] * padded)]
+
+
 # ---------------------------------------------------------------- reading
 
 
@@ -146,15 +165,17 @@ def demo_files(demo_path: str | os.PathLike[str], *, where: str = "demo_path") -
 
 
 @attrs.define
-class _FileSteps:
-    """One file's steps, one entry per recorded step."""
+class DemoFile:
+    """One file's messages as parsed: the header, the brain parameters, one
+    ``AgentInfoActionPairProto`` per recorded step (as many as the header counts)."""
 
     meta: Any
     brain: Any
     pairs: list[Any]
 
 
-def _read_file(path: Path, where: str) -> _FileSteps:
+def read_demo_file(path: Path, *, where: str = "demo_path") -> DemoFile:
+    """Parse one ``.demo`` file (ConfigError naming ``where`` and the file if it cannot be)."""
     from google.protobuf.message import DecodeError
 
     pb = _protos()
@@ -181,7 +202,7 @@ def _read_file(path: Path, where: str) -> _FileSteps:
         )
     if not pairs:
         raise ConfigError(f"{where}: {path} holds no recorded steps")
-    return _FileSteps(meta, brain, pairs)
+    return DemoFile(meta, brain, pairs)
 
 
 def _file_action_spec(brain: Any) -> tuple[int, tuple[int, ...]]:
@@ -195,7 +216,7 @@ def _file_action_spec(brain: Any) -> tuple[int, tuple[int, ...]]:
     return int(spec.num_continuous_actions), tuple(int(b) for b in spec.discrete_branch_sizes)
 
 
-def _spec_mismatches(steps: _FileSteps, spec: BehaviorSpec) -> list[str]:
+def _spec_mismatches(steps: DemoFile, spec: BehaviorSpec) -> list[str]:
     """How the file differs from ``spec`` (its first step's observations, its action spec)."""
     problems = []
     file_shapes = [tuple(int(s) for s in o.shape) for o in steps.pairs[0].agent_info.observations]
@@ -236,7 +257,7 @@ def load_demonstrations(
     its file's first step is an error naming the step.
     """
     paths = demo_files(demo_path, where=where)
-    files = [_read_file(p, where) for p in paths]
+    files = [read_demo_file(p, where=where) for p in paths]
     problems = [f"{p}: {m}" for p, f in zip(paths, files) for m in _spec_mismatches(f, behavior_spec)]
     if problems:
         heading = f"{where}: the demonstrations do not match the behavior's observations and actions"
@@ -371,8 +392,9 @@ class DemonstrationWriter:
         action_mask: np.ndarray | None = None,
         agent_id: int = 0,
     ) -> None:
-        """One step of ``agent``: what it saw (one ``[*shape]`` per sensor; uint8 images are
-        stored as floats in [0, 1]), the action taken there (``[c]``, ``[b]``; None: zeros, as
+        """One step of ``agent``: what it saw (one ``[*shape]`` per sensor; a uint8 ``[H, W, C]``
+        image is stored PNG-compressed as Unity does (:func:`png_channels`), other uint8 data as
+        floats in [0, 1]), the action taken there (``[c]``, ``[b]``; None: zeros, as
         Unity records a step that ends an episode), the reward and done that came with ``obs``,
         and ``action_mask`` ``[m]`` True where allowed (None: all allowed). A done step writes
         the agent's episode to the file."""
@@ -382,12 +404,18 @@ class DemonstrationWriter:
             info.action_mask.extend((~np.asarray(action_mask, bool)).tolist())
         for o, shape, (dims, kind, name) in zip(obs, self._shapes, self._obs_meta):
             array = np.asarray(o)
-            if array.dtype == np.uint8:
-                array = array.astype(np.float32) / np.float32(255.0)
-            proto = pb.Observation(compression_type=pb.NONE, observation_type=kind, name=name)
+            proto = pb.Observation(observation_type=kind, name=name)
             proto.shape.extend(shape)
             proto.dimension_properties.extend(dims)
-            proto.float_data.data.extend(np.asarray(array, np.float32).reshape(-1).tolist())
+            if array.dtype == np.uint8 and len(shape) == 3:
+                proto.compression_type = pb.PNG
+                proto.compressed_data, mapping = png_channels(array.reshape(shape))
+                proto.compressed_channel_mapping.extend(mapping)
+            else:
+                if array.dtype == np.uint8:
+                    array = array.astype(np.float32) / np.float32(255.0)
+                proto.compression_type = pb.NONE
+                proto.float_data.data.extend(np.asarray(array, np.float32).reshape(-1).tolist())
             info.observations.append(proto)
         action = pb.Action()
         if self._c:

@@ -3,7 +3,8 @@
 
 Two agents of one behavior with a vector and a visual (uint8) sensor, one continuous action
 and two discrete branches, steps interleaved as an environment delivers them, one episode
-ending at max step: what :func:`write_fixture_demo` writes must not change, byte for byte.
+ending at max step: what :func:`write_fixture_demo` writes must not change (message for
+message; PNG images compared decoded).
 """
 
 from __future__ import annotations
