@@ -59,7 +59,7 @@ class Demonstrations:
     rewards: np.ndarray  # [N] float32
     done: np.ndarray  # [N] bool
     interrupted: np.ndarray  # [N] bool
-    number_steps: int  # steps recorded, from the headers (N + 1 for one file)
+    number_steps: int  # steps recorded, from the headers (N + 1 when the files hold all they count)
     number_episodes: int
     mean_reward: float
 
@@ -253,8 +253,8 @@ def load_demonstrations(
 
     Every file is checked against ``behavior_spec`` (observation count and shapes, continuous
     size, discrete branches) before anything is decoded; all mismatches come in one
-    ConfigError that names ``where`` and each file. A step whose observation shape differs from
-    its file's first step is an error naming the step.
+    ConfigError that names ``where`` and each file. A later step whose observations differ
+    from the behavior's is an error naming the step.
     """
     paths = demo_files(demo_path, where=where)
     files = [read_demo_file(p, where=where) for p in paths]
@@ -279,7 +279,7 @@ def load_demonstrations(
             info, action = pair.agent_info, pair.action_info
             if len(info.observations) != len(shapes):
                 raise ConfigError(
-                    f"{where}: {path}: step {t} has {len(info.observations)} observations, the first step {len(shapes)}"
+                    f"{where}: {path}: step {t} has {len(info.observations)} observations, the behavior {len(shapes)}"
                 )
             for i, (o, shape) in enumerate(zip(info.observations, shapes)):
                 if tuple(o.shape) != shape:
@@ -290,7 +290,7 @@ def load_demonstrations(
             if len(action.continuous_actions) == 0 and len(action.discrete_actions) == 0:
                 # Files from before the action spec (Unity < 1.3) hold one action vector.
                 legacy = list(action.vector_actions_deprecated)
-                continuous.append(legacy if c else [0.0] * c)
+                continuous.append(legacy if c else [])
                 discrete.append([int(a) for a in legacy] if not c else [0] * b)
             else:
                 continuous.append(action.continuous_actions if c else [])
