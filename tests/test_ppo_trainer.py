@@ -19,8 +19,8 @@ from trainers.exceptions import CheckpointError, ConfigError, TrainerError, Unkn
 from trainers.ppo import PPO
 from trainers.registry import TRAINER_TYPE_GROUP, TrainerRegistry
 from trainers.settings import (
-    CuriositySettings,
     ExtrinsicSettings,
+    GAILSettings,
     NetworkSettings,
     PPOSettings,
     RewardSignalType,
@@ -318,8 +318,8 @@ def test_resume_with_other_network_settings_names_the_mismatch(tmp_path):
 
 
 def test_unsupported_reward_signal_is_named():
-    signals = {RewardSignalType.EXTRINSIC: ExtrinsicSettings(), RewardSignalType.CURIOSITY: CuriositySettings()}
-    with pytest.raises(ConfigError, match="behaviors.Walker.reward_signals.curiosity: not supported"):
+    signals = {RewardSignalType.EXTRINSIC: ExtrinsicSettings(), RewardSignalType.GAIL: GAILSettings(demo_path="x.demo")}
+    with pytest.raises(ConfigError, match="behaviors.Walker.reward_signals.gail: not supported"):
         make_trainer(reward_signals=signals)
 
 

@@ -26,19 +26,18 @@ BUILTIN = frozenset({"ppo", "sac"})  # the trainer types agents-learn implements
 # Every example config of ML-Agents that needs something agents-learn lacks, and what.
 REFUSED = {
     "imitation/Crawler.yaml": [
-        "behaviors.Crawler.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
+        "behaviors.Crawler.reward_signals.gail: the gail reward signal is not supported yet for trainer_type ppo (only curiosity, extrinsic, rnd); remove it",
         "behaviors.Crawler.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section",
     ],
     "imitation/Hallway.yaml": [
-        "behaviors.Hallway.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
+        "behaviors.Hallway.reward_signals.gail: the gail reward signal is not supported yet for trainer_type ppo (only curiosity, extrinsic, rnd); remove it",
     ],
     "imitation/PushBlock.yaml": [
-        "behaviors.PushBlock.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
+        "behaviors.PushBlock.reward_signals.gail: the gail reward signal is not supported yet for trainer_type ppo (only curiosity, extrinsic, rnd); remove it",
         "behaviors.PushBlock.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section",
     ],
     "imitation/Pyramids.yaml": [
-        "behaviors.Pyramids.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic is); remove it",
-        "behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
+        "behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet for trainer_type ppo (only curiosity, extrinsic, rnd); remove it",
         "behaviors.Pyramids.behavioral_cloning: behavioral cloning is not supported yet; remove the behavioral_cloning section",
     ],
     "poca/DungeonEscape.yaml": [
@@ -61,12 +60,6 @@ REFUSED = {
         "environment_parameters.mass: samplers are not supported yet (uniform); use a constant value",
         "environment_parameters.scale: samplers are not supported yet (uniform); use a constant value",
     ],
-    "ppo/Pyramids.yaml": [
-        "behaviors.Pyramids.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic is); remove it",
-    ],
-    "ppo/PyramidsRND.yaml": [
-        "behaviors.Pyramids.reward_signals.rnd: the rnd reward signal is not supported yet (only extrinsic is); remove it",
-    ],
     "ppo/Sorter_curriculum.yaml": [
         "environment_parameters.num_tiles: curricula are not supported yet (10 lessons); use a constant value",
     ],
@@ -75,7 +68,7 @@ REFUSED = {
         "environment_parameters.small_wall_height: curricula are not supported yet (4 lessons); use a constant value",
     ],
     "sac/Pyramids.yaml": [
-        "behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet (only extrinsic is); remove it",
+        "behaviors.Pyramids.reward_signals.gail: the gail reward signal is not supported yet for trainer_type sac (only extrinsic); remove it",
     ],
 }
 ACCEPTED = [
@@ -88,6 +81,8 @@ ACCEPTED = [
     "ppo/Hallway.yaml",
     "ppo/Match3.yaml",
     "ppo/PushBlock.yaml",
+    "ppo/Pyramids.yaml",
+    "ppo/PyramidsRND.yaml",
     "ppo/Visual3DBall.yaml",
     "ppo/VisualFoodCollector.yaml",
     "ppo/Walker.yaml",
@@ -141,12 +136,12 @@ def test_raising_wrapper_lists_every_problem_together() -> None:
 
 
 def test_one_problem_is_one_line() -> None:
-    options = load_run_options(CONFIGS / "ppo/PyramidsRND.yaml")
+    options = structure_run_options({"behaviors": {"A": {"trainer_type": "sac", "reward_signals": {"rnd": {}}}}})
     with pytest.raises(UnsupportedFeatureError) as info:
         require_capabilities(options, BUILTIN)
     assert str(info.value) == (
-        "behaviors.Pyramids.reward_signals.rnd: the rnd reward signal is not supported yet (only extrinsic is); "
-        "remove it"
+        "behaviors.A.reward_signals.rnd: the rnd reward signal is not supported yet for trainer_type sac "
+        "(only extrinsic); remove it"
     )
 
 
@@ -156,8 +151,8 @@ def test_plugin_trainer_types_are_allowed_and_own_their_components() -> None:
     assert check_capabilities(structure_run_options(plugin), {"ppo", "sac", "poca"}) == []
     assert check_capabilities(structure_run_options(plugin), BUILTIN) == [
         "behaviors.P.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-        "behaviors.P.reward_signals.curiosity: the curiosity reward signal is not supported yet (only extrinsic "
-        "is); remove it",
+        "behaviors.P.reward_signals.curiosity: the curiosity reward signal is not supported yet for trainer_type "
+        "poca (only extrinsic); remove it",
     ]
     # Self-play is run-wide machinery: refused for plugin types too.
     soccer = load_run_options(CONFIGS / "poca/SoccerTwos.yaml")

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from processors.trajectory import Trajectory
+from trainers.reward_signals import SignalBatch
 
 
 class PPOBatch(NamedTuple):
@@ -41,10 +42,12 @@ class PPOBatch(NamedTuple):
     loss_masks: Tensor | None  # [B] bool, False on padding rows (None: no padding, not recurrent)
     memories: Tensor  # [B, k] actor memory (read at each sequence's first row; [B, 0] without)
     critic_memories: Tensor  # [B, k'] critic memory, likewise
+    next_obs: tuple[Tensor, ...]  # one [B, *shape] per sensor, kept for reward signals that train (else empty)
 
     def take(self, index: Tensor) -> PPOBatch:
         """The samples at ``index`` ([B'] int64)."""
         return PPOBatch(
+            next_obs=tuple(o[index] for o in self.next_obs),
             obs=tuple(o[index] for o in self.obs),
             action_masks=self.action_masks[index],
             continuous_actions=self.continuous_actions[index],
@@ -58,6 +61,10 @@ class PPOBatch(NamedTuple):
             critic_memories=self.critic_memories[index],
         )
 
+    def signal_batch(self) -> SignalBatch:
+        """What a reward signal trains on (needs the buffer's ``next_obs``)."""
+        return SignalBatch(self.obs, self.next_obs, self.continuous_actions, self.discrete_actions, self.loss_masks)
+
 
 @attrs.define
 class RolloutArrays:
@@ -65,6 +72,7 @@ class RolloutArrays:
     trajectory, which fixes their dtype (uint8 images stay uint8)."""
 
     obs: list[np.ndarray | None]
+    next_obs: list[np.ndarray | None]  # stored only for reward signals that train
     action_masks: np.ndarray  # [N, m] bool
     continuous_actions: np.ndarray  # [N, c] float32
     discrete_actions: np.ndarray  # [N, b] int64
@@ -87,6 +95,7 @@ class RolloutArrays:
     ) -> RolloutArrays:
         return RolloutArrays(
             obs=[None] * n_sensors,
+            next_obs=[None] * n_sensors,
             action_masks=np.zeros((capacity, int(sum(discrete_branches))), bool),
             continuous_actions=np.zeros((capacity, continuous_size), np.float32),
             discrete_actions=np.zeros((capacity, len(discrete_branches)), np.int64),
@@ -109,6 +118,7 @@ class RolloutArrays:
 
         return RolloutArrays(
             obs=[None if o is None else grow(o) for o in self.obs],
+            next_obs=[None if o is None else grow(o) for o in self.next_obs],
             action_masks=grow(self.action_masks),
             continuous_actions=grow(self.continuous_actions),
             discrete_actions=grow(self.discrete_actions),
@@ -140,8 +150,10 @@ class UpdateBuffer:
         *,
         sequence_length: int = 1,
         memory_sizes: tuple[int, int] = (0, 0),
+        next_obs: bool = False,
     ):
         self._obs_shapes = [tuple(s) for s in obs_shapes]
+        self._keeps_next_obs = next_obs
         self._arrays = RolloutArrays.allocate(
             capacity, len(self._obs_shapes), continuous_size, discrete_branches, streams, memory_sizes
         )
@@ -180,6 +192,12 @@ class UpdateBuffer:
             if stored is None:
                 stored = arrays.obs[i] = np.zeros((self._capacity, *self._obs_shapes[i]), obs.dtype)
             stored[rows] = obs
+            if self._keeps_next_obs:
+                stored_next = arrays.next_obs[i]
+                if stored_next is None:
+                    stored_next = arrays.next_obs[i] = np.zeros((self._capacity, *self._obs_shapes[i]), obs.dtype)
+                stored_next[self._size : self._size + t - 1] = obs[1:]
+                stored_next[self._size + t - 1] = trajectory.next_obs[i]
         arrays.action_masks[rows] = trajectory.action_masks
         arrays.continuous_actions[rows] = trajectory.continuous_actions
         arrays.discrete_actions[rows] = trajectory.discrete_actions
@@ -193,7 +211,7 @@ class UpdateBuffer:
             arrays.loss_masks[rows] = True
             arrays.memories[rows] = trajectory.memories
             padding = slice(self._size + t, self._size + n)
-            for stored_obs in arrays.obs:
+            for stored_obs in (*arrays.obs, *arrays.next_obs):
                 if stored_obs is not None:
                     stored_obs[padding] = 0
             arrays.action_masks[padding] = True
@@ -241,4 +259,5 @@ class UpdateBuffer:
             loss_masks=None if real is None else tensor(real),
             memories=tensor(arrays.memories[:n]),
             critic_memories=tensor(arrays.critic_memories[:n]),
+            next_obs=tuple(tensor(o[:n]) for o in arrays.next_obs if o is not None),
         )

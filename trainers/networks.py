@@ -97,7 +97,7 @@ CONTINUOUS_HEAD_GAIN = 0.2
 DISCRETE_HEAD_GAIN = 0.1
 
 
-def _init_dense(layer: nn.Linear, gain: float, generator: torch.Generator | None) -> None:
+def init_dense(layer: nn.Linear, gain: float, generator: torch.Generator | None) -> None:
     """N(0, gain^2 / fan_in) weights, zero bias."""
     nn.init.kaiming_normal_(layer.weight, nonlinearity="linear", generator=generator)
     with torch.no_grad():
@@ -120,10 +120,10 @@ def _init_encoder(module: nn.Module, generator: torch.Generator | None) -> None:
         if isinstance(layer, nn.Conv2d):
             _init_conv(layer, generator)
         elif isinstance(layer, _ConvEncoder):
-            _init_dense(cast(nn.Linear, layer.dense[0]), VISUAL_DENSE_GAIN, generator)
+            init_dense(cast(nn.Linear, layer.dense[0]), VISUAL_DENSE_GAIN, generator)
         elif isinstance(layer, MLP):
             for dense in layer.dense_layers:
-                _init_dense(dense, 1.0, generator)
+                init_dense(dense, 1.0, generator)
 
 
 # ---------------------------------------------------------------- normaliser
@@ -622,15 +622,15 @@ class Actor(nn.Module):
         hidden = self.encoder.output_size if self.memory is None else self.memory.hidden_size
         if self.continuous_size:
             self.mean_head = nn.Linear(hidden, self.continuous_size)
-            _init_dense(self.mean_head, CONTINUOUS_HEAD_GAIN, generator)
+            init_dense(self.mean_head, CONTINUOUS_HEAD_GAIN, generator)
             if self.conditional_sigma:
                 self.log_std_head = nn.Linear(hidden, self.continuous_size)
-                _init_dense(self.log_std_head, CONTINUOUS_HEAD_GAIN, generator)
+                init_dense(self.log_std_head, CONTINUOUS_HEAD_GAIN, generator)
             else:
                 self.log_std = nn.Parameter(torch.zeros(1, self.continuous_size))
         if self.discrete_branches:
             self.logits_head = nn.Linear(hidden, sum(self.discrete_branches))
-            _init_dense(self.logits_head, DISCRETE_HEAD_GAIN, generator)
+            init_dense(self.logits_head, DISCRETE_HEAD_GAIN, generator)
 
     def features(
         self,

@@ -2,7 +2,9 @@
 
 Per trajectory (:meth:`PPO.add`): update the observation normalisers, estimate values of
 every step and of ``next_obs`` with the critic, compute each reward signal's GAE
-(bootstrapping from ``next_obs`` unless the episode truly terminated) and buffer the samples.
+(bootstrapping from ``next_obs`` unless the episode truly terminated; curiosity and RND bootstrap
+past the end, as ML-Agents' ``ignore_done``) and buffer the samples. Reward signals that train
+(curiosity, RND) are updated on every minibatch of the update, after the policy's step.
 When the buffer holds more than ``buffer_size`` samples (:meth:`PPO.ready`), :meth:`PPO.update`
 makes ``num_epoch`` passes over shuffled minibatches of ``batch_size``, minimising
 policy loss + 0.5 * value loss - beta * entropy, with learning rate, beta and epsilon
@@ -32,7 +34,8 @@ from trainers.exceptions import ConfigError
 from trainers.networks import Critic, ValueHeads
 from trainers.policy import TorchPolicy
 from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae
-from trainers.reward_signals import EpisodeSignalRewards, create_reward_signals
+from trainers.reward_signal_factory import create_reward_signals
+from trainers.reward_signals import EpisodeSignalRewards
 from trainers.seeding import Stream
 from trainers.sequences import CriticMemories, masked_mean, sequence_rows
 from trainers.settings import PPOSettings, TrainerSettings
@@ -101,7 +104,8 @@ class PPO:
         self.stats_reporter = stats_reporter
         self.policy = TorchPolicy(behavior_spec, settings.network_settings, seed=seed, device=device)
         self.device = self.policy.device
-        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec)
+        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed)
+        self._training_signals = [signal for signal in self.reward_signals if signal.trains]
         stream_names = [signal.name for signal in self.reward_signals]
         self._value_tags = [f"Policy/{name.capitalize()} Value Estimate" for name in stream_names]
         self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
@@ -126,12 +130,9 @@ class PPO:
             capacity=hyperparameters.buffer_size + settings.time_horizon + self.sequence_length,
             sequence_length=self.sequence_length,
             memory_sizes=(self.policy.memory_size, self.critic.memory_size),
+            next_obs=bool(self._training_signals),
         )
         self._critic_memories = CriticMemories(self.critic.memory_size, self.sequence_length, self.device)
-        # Trajectories since the last update, kept only for reward signals that train on them
-        # (holding them otherwise would pin memory the update buffer already copied).
-        self._training_signals = [signal for signal in self.reward_signals if signal.trains]
-        self._since_update: list[Trajectory] = []
 
     # ------------------------------------------------------------------ experience
 
@@ -156,16 +157,15 @@ class PPO:
         for i, signal in enumerate(self.reward_signals):
             estimate = estimates[signal.name].cpu().numpy()
             rewards = signal.rewards(trajectory)
+            terminated = trajectory.terminated and not signal.ignore_done
             signal_advantages, returns[:, i] = gae(
-                rewards, estimate[:-1], estimate[-1], trajectory.terminated, signal.gamma, self.hyperparameters.lambd
+                rewards, estimate[:-1], estimate[-1], terminated, signal.gamma, self.hyperparameters.lambd
             )
             advantages += signal_advantages
             values[:, i] = estimate[:-1]
             self.stats_reporter.add_stats(self._value_tags[i], estimate[:-1])
             self._episode_rewards.add(trajectory, signal.name, rewards)
         self.buffer.append(trajectory, advantages, returns, values, critic_memories)
-        if self._training_signals:
-            self._since_update.append(trajectory)
 
     def ready(self) -> bool:
         return len(self.buffer) > self.hyperparameters.buffer_size
@@ -190,6 +190,7 @@ class PPO:
         per_minibatch = min(max(self.hyperparameters.batch_size // length, 1), sequences)
         minibatches = sequences // per_minibatch
         policy_losses, value_losses = [], []
+        signal_stats: dict[str, list[float]] = {}
         self.policy.actor.train()
         for _ in range(self.hyperparameters.num_epoch):
             order = torch.randperm(sequences, generator=self._shuffle).to(self.device)
@@ -200,6 +201,9 @@ class PPO:
                 policy_loss, value_loss = self._minibatch_step(minibatch, beta, epsilon)
                 policy_losses.append(policy_loss)
                 value_losses.append(value_loss)
+                for signal in self._training_signals:  # on the same minibatch, as ML-Agents
+                    for tag, value in signal.update(minibatch.signal_batch()).items():
+                        signal_stats.setdefault(tag, []).append(value)
         self.policy.actor.eval()
         self.buffer.clear()
         stats = {
@@ -210,9 +214,7 @@ class PPO:
             "Policy/Epsilon": epsilon,
             "Policy/Beta": beta,
         }
-        for signal in self._training_signals:
-            stats.update(signal.update(self._since_update))
-        self._since_update = []
+        stats.update({tag: float(np.mean(values)) for tag, values in signal_stats.items()})
         return stats
 
     def _minibatch_step(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -1,38 +1,53 @@
 """Reward signals as components: each turns a trajectory into rewards for its own value
 stream, may train itself on the update's samples, and keeps its own state in checkpoints.
 
-Only ``extrinsic`` exists today; curiosity, RND and GAIL plug in here without touching PPO
-(or SAC): an algorithm sees a list of :class:`RewardSignal` and a value head per signal.
+``extrinsic`` (the environment's reward), ``curiosity`` (:mod:`trainers.curiosity`) and ``rnd``
+(:mod:`trainers.rnd`) exist; an algorithm sees a list of :class:`RewardSignal` and a value
+head per signal. A signal that trains (``trains``) is updated on every minibatch of the
+policy's update, as ML-Agents updates its reward providers, with the minibatch's
+observations, next observations and actions (:class:`SignalBatch`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
-from mlagents_envs.base_env import BehaviorSpec
+from torch import Tensor
 
 from processors.trajectory import Trajectory
 from stats import StatsReporter
-from trainers.exceptions import ConfigError
-from trainers.settings import RewardSignalSettings, RewardSignalType, TrainerSettings
+from trainers.settings import RewardSignalSettings, RewardSignalType
+
+
+class SignalBatch(NamedTuple):
+    """What a reward signal trains on: a minibatch of transitions, ``[B]`` on axis 0."""
+
+    obs: tuple[Tensor, ...]  # one [B, *shape] per sensor
+    next_obs: tuple[Tensor, ...]  # what followed each transition
+    continuous_actions: Tensor  # [B, c] as the policy produced them
+    discrete_actions: Tensor  # [B, b] int64
+    loss_masks: Tensor | None  # [B] bool, False on padding rows (None: every row is real)
 
 
 class RewardSignal(Protocol):
     """One reward stream. ``name`` is the ``reward_signals`` key (``extrinsic``...), also the
     name of its value head; ``gamma`` discounts its returns. ``trains``: whether it has an
-    update of its own (the algorithm then keeps the update's trajectories for it)."""
+    update of its own. ``ignore_done``: its return goes on past the episode's end (the value
+    of the terminal step's next observation is still bootstrapped), as ML-Agents does for its
+    intrinsic signals."""
 
     name: str
     gamma: float
     trains: bool
+    ignore_done: bool
 
     def rewards(self, trajectory: Trajectory) -> np.ndarray:
         """[T] float32 rewards of this stream for each step, ``strength`` applied."""
 
-    def update(self, trajectories: list[Trajectory]) -> dict[str, float]:
-        """Train on the update's experience (no-op for extrinsic); stats by ML-Agents tag."""
+    def update(self, batch: SignalBatch) -> dict[str, float]:
+        """Train on one minibatch (no-op for extrinsic); stats by ML-Agents tag."""
 
     def state(self) -> dict[str, Any]:
         """Tensors and plain data for checkpoints (empty when there is nothing to keep)."""
@@ -48,12 +63,13 @@ class ExtrinsicReward:
         self.name = str(RewardSignalType.EXTRINSIC.value)
         self.gamma = float(settings.gamma)
         self.trains = False
+        self.ignore_done = False
         self._strength = np.float32(settings.strength)
 
     def rewards(self, trajectory: Trajectory) -> np.ndarray:
         return trajectory.rewards * self._strength
 
-    def update(self, trajectories: list[Trajectory]) -> dict[str, float]:
+    def update(self, batch: SignalBatch) -> dict[str, float]:
         return {}
 
     def state(self) -> dict[str, Any]:
@@ -61,18 +77,6 @@ class ExtrinsicReward:
 
     def load(self, state: Mapping[str, Any]) -> None:
         pass
-
-
-def create_reward_signals(behavior_name: str, settings: TrainerSettings, spec: BehaviorSpec) -> list[RewardSignal]:
-    """The configured signals in configuration order; an unsupported one is a ConfigError
-    (the configuration check refuses it before any work, this is the last line)."""
-    signals: list[RewardSignal] = []
-    for kind, signal_settings in settings.reward_signals.items():
-        if kind == RewardSignalType.EXTRINSIC:
-            signals.append(ExtrinsicReward(signal_settings))
-        else:
-            raise ConfigError(f"behaviors.{behavior_name}.reward_signals.{kind.value}: not supported yet")
-    return signals
 
 
 class EpisodeSignalRewards:

@@ -46,7 +46,8 @@ from trainers.networks import Critic
 from trainers.policy import TorchPolicy
 from trainers.ppo_math import decayed_value
 from trainers.replay_buffer import ReplayBatch, ReplayBuffer, transition_bytes
-from trainers.reward_signals import EpisodeSignalRewards, create_reward_signals
+from trainers.reward_signal_factory import create_reward_signals
+from trainers.reward_signals import EpisodeSignalRewards
 from trainers.sac_networks import QNetwork, without_normalizer
 from trainers.seeding import Stream
 from trainers.sequences import CriticMemories
@@ -94,7 +95,12 @@ class SAC:
             behavior_spec, network, seed=seed, device=device, conditional_sigma=True, tanh_squash=True
         )
         self.device = self.policy.device
-        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec)
+        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed)
+        for signal in self.reward_signals:
+            if signal.trains:  # SAC would have to evaluate them on every sampled minibatch
+                raise ConfigError(
+                    f"behaviors.{behavior_name}.reward_signals.{signal.name}: not supported yet for trainer_type sac"
+                )
         stream_names = [signal.name for signal in self.reward_signals]
         self._value_tags = [f"Policy/{name.capitalize()} Value Estimate" for name in stream_names]
         self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)

@@ -24,6 +24,7 @@ class Stream(enum.IntEnum):
     SHUFFLE = 4
     REPLAY_SAMPLING = 5
     UPDATE_NOISE = 6
+    REWARD_SIGNAL_INIT = 7
 
 
 def stream_seed(seed: int, stream: Stream) -> int:

@@ -47,8 +47,13 @@ from trainers.settings.text import short_repr
 # Trainer types implemented in agents-learn itself, whose components are known here.
 OWN_TRAINER_TYPES = frozenset({"ppo", "sac"})
 
-# Reward signals the built-in trainers implement.
-SUPPORTED_REWARD_SIGNALS = frozenset({RewardSignalType.EXTRINSIC})
+# Reward signals each built-in trainer implements.
+SUPPORTED_REWARD_SIGNALS = {
+    "ppo": frozenset({RewardSignalType.EXTRINSIC, RewardSignalType.CURIOSITY, RewardSignalType.RND}),
+    "sac": frozenset({RewardSignalType.EXTRINSIC}),
+}
+# Signals that have networks of their own (their network_settings are used).
+NETWORK_SIGNALS = frozenset({RewardSignalType.CURIOSITY, RewardSignalType.RND, RewardSignalType.GAIL})
 
 _SAMPLER_NAMES = {
     UniformSampler: "uniform",
@@ -108,11 +113,18 @@ def _trainer_problems(where: str, settings: TrainerSettings, available: list[str
         yield (f"{where}.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section")
     if has_trainer and trainer_type not in OWN_TRAINER_TYPES:
         return  # a plugin's trainer: its reward signals and imitation are its own
+    supported = SUPPORTED_REWARD_SIGNALS.get(trainer_type, frozenset({RewardSignalType.EXTRINSIC}))
     for kind, signal in settings.reward_signals.items():
         path = f"{where}.reward_signals.{kind.value}"
-        if kind not in SUPPORTED_REWARD_SIGNALS:
-            yield (f"{path}: the {kind.value} reward signal is not supported yet (only extrinsic is); remove it")
-        elif signal.network_settings != NetworkSettings():
+        if kind not in supported:
+            which = ", ".join(sorted(k.value for k in supported))
+            yield (
+                f"{path}: the {kind.value} reward signal is not supported yet for trainer_type "
+                f"{trainer_type} (only {which}); remove it"
+            )
+        elif kind in NETWORK_SIGNALS and signal.network_settings.memory is not None:
+            yield f"{path}.network_settings.memory: the {kind.value} signal's network has no memory; remove it"
+        elif kind not in NETWORK_SIGNALS and signal.network_settings != NetworkSettings():
             yield (
                 f"{path}.network_settings: the extrinsic reward has no network, so these "
                 "settings would be ignored; remove them"

@@ -1,0 +1,30 @@
+"""The configured reward signals of a behavior, built (:mod:`trainers.reward_signals` holds
+the protocol they share; each signal with a network has a module of its own)."""
+
+from __future__ import annotations
+
+from mlagents_envs.base_env import BehaviorSpec
+
+from trainers.curiosity import CuriosityReward
+from trainers.exceptions import ConfigError
+from trainers.reward_signals import ExtrinsicReward, RewardSignal
+from trainers.rnd import RNDReward
+from trainers.settings import CuriositySettings, RewardSignalType, RNDSettings, TrainerSettings
+
+
+def create_reward_signals(
+    behavior_name: str, settings: TrainerSettings, spec: BehaviorSpec, *, seed: int = 0
+) -> list[RewardSignal]:
+    """The configured signals in configuration order; an unsupported one is a ConfigError
+    (the configuration check refuses it before any work, this is the last line)."""
+    signals: list[RewardSignal] = []
+    for kind, signal_settings in settings.reward_signals.items():
+        if kind == RewardSignalType.EXTRINSIC:
+            signals.append(ExtrinsicReward(signal_settings))
+        elif kind == RewardSignalType.CURIOSITY and isinstance(signal_settings, CuriositySettings):
+            signals.append(CuriosityReward(spec, signal_settings, seed=seed))
+        elif kind == RewardSignalType.RND and isinstance(signal_settings, RNDSettings):
+            signals.append(RNDReward(spec, signal_settings, seed=seed))
+        else:
+            raise ConfigError(f"behaviors.{behavior_name}.reward_signals.{kind.value}: not supported yet")
+    return signals
