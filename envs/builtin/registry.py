@@ -16,11 +16,22 @@ def _registry() -> dict[str, type[BuiltinEnv]]:
     from envs.builtin.collect import CollectEnv
     from envs.builtin.gridworld import GridWorldEnv
     from envs.builtin.hallway import HallwayEnv
+    from envs.builtin.pyramids import PyramidsEnv
     from envs.builtin.simple import SimpleEnv
     from envs.builtin.spawner import SpawnerEnv
     from envs.builtin.two_behaviors import TwoBehaviorsEnv
 
-    classes = (Ball3DEnv, BasicEnv, GridWorldEnv, TwoBehaviorsEnv, SpawnerEnv, SimpleEnv, HallwayEnv, CollectEnv)
+    classes = (
+        Ball3DEnv,
+        BasicEnv,
+        GridWorldEnv,
+        TwoBehaviorsEnv,
+        SpawnerEnv,
+        SimpleEnv,
+        HallwayEnv,
+        CollectEnv,
+        PyramidsEnv,
+    )
     return {cls.env_name: cls for cls in classes}
 
 
