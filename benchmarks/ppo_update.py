@@ -39,7 +39,7 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 from processors import Trajectory
 from stats import StatsReporter
 from trainers.ppo import PPO
-from trainers.settings import TrainerSettings, load_run_options
+from trainers.settings import CuriositySettings, RewardSignalType, TrainerSettings, load_run_options
 from trainers.settings.schema import MemorySettings
 
 SAMPLES = 12_096
@@ -79,20 +79,24 @@ def synthetic_trajectories(rng: np.random.Generator, memory_size: int = 0) -> li
     return trajectories
 
 
-def ball_settings(recurrent: bool = False) -> TrainerSettings:
-    """config/ppo/3DBall.yaml's behavior, with MEMORY when ``recurrent``."""
+def ball_settings(recurrent: bool = False, curiosity: bool = False) -> TrainerSettings:
+    """config/ppo/3DBall.yaml's behavior, with MEMORY when ``recurrent``, with a curiosity signal
+    (ML-Agents' defaults: 2 layers of 128, strength 0.02 as its Pyramids) when ``curiosity``."""
     settings = load_run_options(Path(__file__).resolve().parents[1] / "config/ppo/3DBall.yaml").behavior_settings(
         "3DBall"
     )
+    if curiosity:
+        signals = {**settings.reward_signals, RewardSignalType.CURIOSITY: CuriositySettings(strength=0.02)}
+        settings = attrs.evolve(settings, reward_signals=signals)
     if recurrent:
         network = attrs.evolve(settings.network_settings, memory=MEMORY)
         settings = attrs.evolve(settings, network_settings=network)
     return settings
 
 
-def measure_update(threads: int, repeats: int, recurrent: bool = False) -> dict:
+def measure_update(threads: int, repeats: int, recurrent: bool = False, curiosity: bool = False) -> dict:
     torch.set_num_threads(threads)
-    settings = ball_settings(recurrent)
+    settings = ball_settings(recurrent, curiosity)
     ppo = PPO(
         behavior_name="3DBall", behavior_spec=SPEC, settings=settings, stats_reporter=StatsReporter("3DBall"), seed=0
     )
@@ -150,6 +154,8 @@ def main() -> None:
         "update": [measure_update(1, 5), measure_update(2, 3)],
         "recurrent_settings": "as update, plus memory_size 128, sequence_length 64; time_horizon 1000",
         "recurrent_update": [measure_update(1, 5, recurrent=True), measure_update(2, 3, recurrent=True)],
+        "curiosity_settings": "as update, plus a curiosity signal (2x128, strength 0.02) trained on every minibatch",
+        "curiosity_update": [measure_update(1, 3, curiosity=True)],
         "inference": [measure_inference(n, 1, 300) for n in (1, 16, 256)],
     }
     print(json.dumps(results))

@@ -78,6 +78,11 @@ class CuriosityNetwork(nn.Module):
         self.forward_hidden = _swish_layer(embedding + flat_actions, generator)
         self.forward_output = _output_layer(MODEL_UNITS, embedding, generator)
 
+    def embed_pair(self, obs: Sequence[Tensor], next_obs: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
+        """The state encoder on observations and next observations, in one pass: ([B, e], [B, e])."""
+        both = self.encoder([torch.cat([o, n]) for o, n in zip(obs, next_obs)])
+        return both[: obs[0].shape[0]], both[obs[0].shape[0] :]
+
     def predicted_next(self, state: Tensor, continuous: Tensor, discrete: Tensor) -> Tensor:
         """The forward model's next embedding [B, e]."""
         actions = flatten_actions(continuous, discrete, self.branches)
@@ -116,7 +121,7 @@ class CuriosityReward:
         self.strength = float(settings.strength)
         generator = seeding.generator(seed, Stream.REWARD_SIGNAL_INIT)
         self.network = CuriosityNetwork(spec, settings, generator)
-        self.optimizer = torch.optim.Adam(self.network.parameters(), lr=settings.learning_rate)
+        self.optimizer = torch.optim.Adam(self.network.parameters(), lr=settings.learning_rate, fused=True)
         self.has_updated = False
 
     def _obs(self, arrays: Sequence[np.ndarray]) -> list[Tensor]:
@@ -128,8 +133,7 @@ class CuriosityReward:
             return np.zeros(trajectory.length, np.float32)
         next_obs = [np.concatenate([o[1:], n[None]]) for o, n in zip(trajectory.obs, trajectory.next_obs)]
         with torch.no_grad():
-            state = self.network.encoder(self._obs(trajectory.obs))
-            next_state = self.network.encoder(self._obs(next_obs))
+            state, next_state = self.network.embed_pair(self._obs(trajectory.obs), self._obs(next_obs))
             (continuous, discrete) = (
                 torch.as_tensor(a, device=state.device)
                 for a in (trajectory.continuous_actions, trajectory.discrete_actions)
@@ -139,8 +143,7 @@ class CuriosityReward:
 
     def update(self, batch: SignalBatch) -> dict[str, float]:
         self.has_updated = True
-        state = self.network.encoder(list(batch.obs))
-        next_state = self.network.encoder(list(batch.next_obs))
+        state, next_state = self.network.embed_pair(batch.obs, batch.next_obs)
         forward_loss = masked_mean(
             self.network.forward_errors(state, next_state, batch.continuous_actions, batch.discrete_actions),
             batch.loss_masks,

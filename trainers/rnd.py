@@ -43,7 +43,7 @@ class RNDReward:
         specs, network = spec.observation_specs, settings.network_settings
         self.target = ObservationEncoder(specs, network, generator=generator).requires_grad_(False)
         self.predictor = ObservationEncoder(specs, network, generator=generator)
-        self.optimizer = torch.optim.Adam(self.predictor.parameters(), lr=settings.learning_rate)
+        self.optimizer = torch.optim.Adam(self.predictor.parameters(), lr=settings.learning_rate, fused=True)
 
     def _errors(self, obs: list[Tensor]) -> Tensor:
         """[B] squared distance of the predictor from the target; normalisers take ``obs`` in."""
