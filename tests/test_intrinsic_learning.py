@@ -1,10 +1,10 @@
 """Curiosity explores where the extrinsic reward alone never arrives: built-in Pyramids with two
 rooms (the only reward, +2, behind a switch in the far room) and config/ppo/Pyramids.yaml
 (ML-Agents' Pyramids: PPO with curiosity at strength 0.02, smaller networks). Measured on seeds
-1-3 (150k steps): curiosity's summaries pass 1.5 by 80k (seed 3), 90k (seed 2) and 140k (seed 1)
+1-3 (150k steps): curiosity's summaries pass 1.5 at 90k (seeds 2 and 3) and 140k (seed 1)
 steps; without curiosity every summary is -0.4 (the goal never reached) on all three. The
 comparison holds for this config's 150k-step schedule: with a 400k-step schedule extrinsic-only
-PPO finds the goal of this small task too (by 80k-120k steps on seeds 1-2)."""
+PPO finds the goal of this small task too (by 70k-110k steps on seeds 1-2)."""
 
 from __future__ import annotations
 
