@@ -113,14 +113,16 @@ class CuriosityNetwork(nn.Module):
 class CuriosityReward:
     """``reward_signals.curiosity`` (a :class:`trainers.reward_signals.RewardSignal`)."""
 
-    def __init__(self, spec: BehaviorSpec, settings: CuriositySettings, *, seed: int = 0) -> None:
+    def __init__(
+        self, spec: BehaviorSpec, settings: CuriositySettings, *, seed: int = 0, device: str | torch.device = "cpu"
+    ) -> None:
         self.name = str(RewardSignalType.CURIOSITY.value)
         self.gamma = float(settings.gamma)
         self.trains = True
         self.ignore_done = True
         self.strength = float(settings.strength)
         generator = seeding.generator(seed, Stream.REWARD_SIGNAL_INIT)
-        self.network = CuriosityNetwork(spec, settings, generator)
+        self.network = CuriosityNetwork(spec, settings, generator).to(device)
         self.optimizer = torch.optim.Adam(self.network.parameters(), lr=settings.learning_rate, fused=True)
         self.has_updated = False
 

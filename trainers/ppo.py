@@ -104,7 +104,7 @@ class PPO:
         self.stats_reporter = stats_reporter
         self.policy = TorchPolicy(behavior_spec, settings.network_settings, seed=seed, device=device)
         self.device = self.policy.device
-        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed)
+        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed, device=device)
         self._training_signals = [signal for signal in self.reward_signals if signal.trains]
         stream_names = [signal.name for signal in self.reward_signals]
         self._value_tags = [f"Policy/{name.capitalize()} Value Estimate" for name in stream_names]

@@ -3,6 +3,7 @@ the protocol they share; each signal with a network has a module of its own)."""
 
 from __future__ import annotations
 
+import torch
 from mlagents_envs.base_env import BehaviorSpec
 
 from trainers.curiosity import CuriosityReward
@@ -13,18 +14,24 @@ from trainers.settings import CuriositySettings, RewardSignalType, RNDSettings, 
 
 
 def create_reward_signals(
-    behavior_name: str, settings: TrainerSettings, spec: BehaviorSpec, *, seed: int = 0
+    behavior_name: str,
+    settings: TrainerSettings,
+    spec: BehaviorSpec,
+    *,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
 ) -> list[RewardSignal]:
-    """The configured signals in configuration order; an unsupported one is a ConfigError
-    (the configuration check refuses it before any work, this is the last line)."""
+    """The configured signals in configuration order, their networks on ``device`` (the
+    algorithm's); an unsupported one is a ConfigError (the configuration check refuses it
+    before any work, this is the last line)."""
     signals: list[RewardSignal] = []
     for kind, signal_settings in settings.reward_signals.items():
         if kind == RewardSignalType.EXTRINSIC:
             signals.append(ExtrinsicReward(signal_settings))
         elif kind == RewardSignalType.CURIOSITY and isinstance(signal_settings, CuriositySettings):
-            signals.append(CuriosityReward(spec, signal_settings, seed=seed))
+            signals.append(CuriosityReward(spec, signal_settings, seed=seed, device=device))
         elif kind == RewardSignalType.RND and isinstance(signal_settings, RNDSettings):
-            signals.append(RNDReward(spec, signal_settings, seed=seed))
+            signals.append(RNDReward(spec, signal_settings, seed=seed, device=device))
         else:
             raise ConfigError(f"behaviors.{behavior_name}.reward_signals.{kind.value}: not supported yet")
     return signals

@@ -30,7 +30,9 @@ from trainers.settings import RewardSignalType, RNDSettings
 class RNDReward:
     """``reward_signals.rnd`` (a :class:`trainers.reward_signals.RewardSignal`)."""
 
-    def __init__(self, spec: BehaviorSpec, settings: RNDSettings, *, seed: int = 0) -> None:
+    def __init__(
+        self, spec: BehaviorSpec, settings: RNDSettings, *, seed: int = 0, device: str | torch.device = "cpu"
+    ) -> None:
         if settings.network_settings.memory is not None:
             raise UnsupportedNetworkError("rnd's network_settings.memory: random network distillation has no memory")
         self.name = str(RewardSignalType.RND.value)
@@ -41,8 +43,8 @@ class RNDReward:
         self._normalize = bool(settings.network_settings.normalize)
         generator = seeding.generator(seed, Stream.REWARD_SIGNAL_INIT)
         specs, network = spec.observation_specs, settings.network_settings
-        self.target = ObservationEncoder(specs, network, generator=generator).requires_grad_(False)
-        self.predictor = ObservationEncoder(specs, network, generator=generator)
+        self.target = ObservationEncoder(specs, network, generator=generator).requires_grad_(False).to(device)
+        self.predictor = ObservationEncoder(specs, network, generator=generator).to(device)
         self.optimizer = torch.optim.Adam(self.predictor.parameters(), lr=settings.learning_rate, fused=True)
 
     def _errors(self, obs: list[Tensor]) -> Tensor:

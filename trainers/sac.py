@@ -95,7 +95,7 @@ class SAC:
             behavior_spec, network, seed=seed, device=device, conditional_sigma=True, tanh_squash=True
         )
         self.device = self.policy.device
-        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed)
+        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed, device=device)
         for signal in self.reward_signals:
             if signal.trains:  # SAC would have to evaluate them on every sampled minibatch
                 raise ConfigError(
