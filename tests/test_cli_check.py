@@ -36,11 +36,12 @@ def test_a_valid_configuration_prints_what_would_run_and_writes_nothing(tmp_path
 def test_every_problem_found_without_an_environment_is_exit_1_and_writes_nothing(tmp_path):
     data = yaml.safe_load(basic_config(tmp_path, 1000).read_text())
     data["behaviors"]["Basic"]["behavioral_cloning"] = {"demo_path": "Demos/Expert.demo", "strength": 0.5}
+    data["behaviors"]["Basic"]["self_play"] = {}
     bc = tmp_path / "bc.yaml"
     bc.write_text(yaml.safe_dump(data))
     line = one_line_error(run_cli(tmp_path, str(bc), "--check"))
     assert "behaviors.Basic.behavioral_cloning.demo_path: Demos/Expert.demo does not exist" in line
-    assert "behavioral cloning is not supported yet" in line
+    assert "behaviors.Basic.self_play: self-play (the ghost trainer) is not supported yet" in line
     assert one_line_error(run_cli(tmp_path, str(bc))) == line  # a real run refuses the same, first
 
     typo = tmp_path / "typo.yaml"

@@ -81,6 +81,7 @@ def batch(case: dict) -> SignalBatch:
         tuple(o[1:] for o in obs),
         torch.tensor(case["inputs"]["continuous_actions"], dtype=torch.float32).reshape(rows, -1),
         torch.tensor(case["inputs"]["discrete_actions"], dtype=torch.int64).reshape(rows, -1),
+        torch.zeros(rows),
         None,
     )
 

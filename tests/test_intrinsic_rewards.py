@@ -60,6 +60,7 @@ def batch_of(t: Trajectory) -> SignalBatch:
         (torch.as_tensor(next_obs),),
         torch.as_tensor(t.continuous_actions),
         torch.as_tensor(t.discrete_actions).long(),
+        torch.as_tensor(t.done, dtype=torch.float32),
         None,
     )
 

@@ -317,9 +317,9 @@ def test_resume_with_other_network_settings_names_the_mismatch(tmp_path):
         wider.resume()
 
 
-def test_unsupported_reward_signal_is_named():
+def test_a_missing_gail_demonstration_is_named_with_its_key_path():
     signals = {RewardSignalType.EXTRINSIC: ExtrinsicSettings(), RewardSignalType.GAIL: GAILSettings(demo_path="x.demo")}
-    with pytest.raises(ConfigError, match="behaviors.Walker.reward_signals.gail: not supported"):
+    with pytest.raises(ConfigError, match="behaviors.Walker.reward_signals.gail.demo_path: x.demo does not exist"):
         make_trainer(reward_signals=signals)
 
 

@@ -249,7 +249,7 @@ def test_updates_write_mlagents_sac_tags(kind):
         "Losses/Q1 Loss",
         "Losses/Q2 Loss",
         "Policy/Learning Rate",
-        "Policy/Extrinsic Value Estimate",
+        "Policy/Extrinsic Value",
         "Policy/Extrinsic Reward",
     }
     if kind != "discrete":

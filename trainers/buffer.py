@@ -43,6 +43,7 @@ class PPOBatch(NamedTuple):
     memories: Tensor  # [B, k] actor memory (read at each sequence's first row; [B, 0] without)
     critic_memories: Tensor  # [B, k'] critic memory, likewise
     next_obs: tuple[Tensor, ...]  # one [B, *shape] per sensor, kept for reward signals that train (else empty)
+    dones: Tensor  # [B] float32, 1 where the agent's episode ended with the step (reward signals' input)
 
     def take(self, index: Tensor) -> PPOBatch:
         """The samples at ``index`` ([B'] int64)."""
@@ -59,11 +60,14 @@ class PPOBatch(NamedTuple):
             loss_masks=None if self.loss_masks is None else self.loss_masks[index],
             memories=self.memories[index],
             critic_memories=self.critic_memories[index],
+            dones=self.dones[index],
         )
 
     def signal_batch(self) -> SignalBatch:
         """What a reward signal trains on (needs the buffer's ``next_obs``)."""
-        return SignalBatch(self.obs, self.next_obs, self.continuous_actions, self.discrete_actions, self.loss_masks)
+        return SignalBatch(
+            self.obs, self.next_obs, self.continuous_actions, self.discrete_actions, self.dones, self.loss_masks
+        )
 
 
 @attrs.define
@@ -83,6 +87,7 @@ class RolloutArrays:
     loss_masks: np.ndarray  # [N] bool, False on padding rows
     memories: np.ndarray  # [N, k] float32 actor memories
     critic_memories: np.ndarray  # [N, k'] float32
+    dones: np.ndarray  # [N] float32
 
     @staticmethod
     def allocate(
@@ -106,6 +111,7 @@ class RolloutArrays:
             loss_masks=np.zeros(capacity, bool),
             memories=np.zeros((capacity, memory_sizes[0]), np.float32),
             critic_memories=np.zeros((capacity, memory_sizes[1]), np.float32),
+            dones=np.zeros(capacity, np.float32),
         )
 
     def grown(self, capacity: int, size: int) -> RolloutArrays:
@@ -129,6 +135,7 @@ class RolloutArrays:
             loss_masks=grow(self.loss_masks),
             memories=grow(self.memories),
             critic_memories=grow(self.critic_memories),
+            dones=grow(self.dones),
         )
 
 
@@ -207,6 +214,7 @@ class UpdateBuffer:
         arrays.advantages[rows] = advantages
         arrays.returns[rows] = returns
         arrays.values[rows] = values
+        arrays.dones[rows] = trajectory.done
         if self.recurrent:
             arrays.loss_masks[rows] = True
             arrays.memories[rows] = trajectory.memories
@@ -223,6 +231,7 @@ class UpdateBuffer:
                 arrays.returns,
                 arrays.values,
                 arrays.memories,
+                arrays.dones,
             ):
                 array[padding] = 0
             arrays.loss_masks[padding] = False
@@ -260,4 +269,5 @@ class UpdateBuffer:
             memories=tensor(arrays.memories[:n]),
             critic_memories=tensor(arrays.critic_memories[:n]),
             next_obs=tuple(tensor(o[:n]) for o in arrays.next_obs if o is not None),
+            dones=tensor(arrays.dones[:n]),
         )

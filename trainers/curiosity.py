@@ -27,7 +27,7 @@ from torch.nn import functional as F
 from processors.trajectory import Trajectory
 from trainers import seeding
 from trainers.networks import ObservationEncoder, UnsupportedNetworkError, init_dense
-from trainers.reward_signals import SignalBatch
+from trainers.reward_signals import SignalBatch, trajectory_signal_batch
 from trainers.seeding import Stream
 from trainers.sequences import masked_mean
 from trainers.settings import CuriositySettings, RewardSignalType
@@ -126,22 +126,19 @@ class CuriosityReward:
         self.optimizer = torch.optim.Adam(self.network.parameters(), lr=settings.learning_rate, fused=True)
         self.has_updated = False
 
-    def _obs(self, arrays: Sequence[np.ndarray]) -> list[Tensor]:
-        device = next(self.network.parameters()).device
-        return [torch.as_tensor(np.asarray(a, np.float32) if a.dtype != np.uint8 else a, device=device) for a in arrays]
-
     def rewards(self, trajectory: Trajectory) -> np.ndarray:
         if not self.has_updated:
             return np.zeros(trajectory.length, np.float32)
-        next_obs = [np.concatenate([o[1:], n[None]]) for o, n in zip(trajectory.obs, trajectory.next_obs)]
+        device = next(self.network.parameters()).device
+        return self.evaluate(trajectory_signal_batch(trajectory, device)).cpu().numpy()
+
+    def evaluate(self, batch: SignalBatch) -> Tensor:
+        if not self.has_updated:
+            return batch.dones.new_zeros(batch.dones.shape[0])
         with torch.no_grad():
-            state, next_state = self.network.embed_pair(self._obs(trajectory.obs), self._obs(next_obs))
-            (continuous, discrete) = (
-                torch.as_tensor(a, device=state.device)
-                for a in (trajectory.continuous_actions, trajectory.discrete_actions)
-            )
-            errors = self.network.forward_errors(state, next_state, continuous, discrete).cpu().numpy()
-        return (np.minimum(errors, 1.0 / self.strength) * self.strength).astype(np.float32)
+            state, next_state = self.network.embed_pair(batch.obs, batch.next_obs)
+            errors = self.network.forward_errors(state, next_state, batch.continuous_actions, batch.discrete_actions)
+        return torch.clamp(errors, max=1.0 / self.strength) * self.strength
 
     def update(self, batch: SignalBatch) -> dict[str, float]:
         self.has_updated = True

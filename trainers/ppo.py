@@ -4,7 +4,8 @@ Per trajectory (:meth:`PPO.add`): update the observation normalisers, estimate v
 every step and of ``next_obs`` with the critic, compute each reward signal's GAE
 (bootstrapping from ``next_obs`` unless the episode truly terminated; curiosity and RND bootstrap
 past the end, as ML-Agents' ``ignore_done``) and buffer the samples. Reward signals that train
-(curiosity, RND) are updated on every minibatch of the update, after the policy's step.
+(curiosity, RND, GAIL) are updated on every minibatch of the update, after the policy's step;
+behavioral cloning (:mod:`trainers.behavioral_cloning`) runs after each update, as ML-Agents'.
 When the buffer holds more than ``buffer_size`` samples (:meth:`PPO.ready`), :meth:`PPO.update`
 makes ``num_epoch`` passes over shuffled minibatches of ``batch_size``, minimising
 policy loss + 0.5 * value loss - beta * entropy, with learning rate, beta and epsilon
@@ -29,13 +30,14 @@ from mlagents_envs.base_env import BehaviorSpec
 from processors.trajectory import Trajectory
 from stats import StatsReporter
 from trainers import seeding
+from trainers.behavioral_cloning import BehavioralCloning
 from trainers.buffer import PPOBatch, UpdateBuffer
 from trainers.exceptions import ConfigError
 from trainers.networks import Critic, ValueHeads
 from trainers.policy import TorchPolicy
 from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae
 from trainers.reward_signal_factory import create_reward_signals
-from trainers.reward_signals import EpisodeSignalRewards
+from trainers.reward_signals import EpisodeSignalRewards, signal_tag
 from trainers.seeding import Stream
 from trainers.sequences import CriticMemories, masked_mean, sequence_rows
 from trainers.settings import PPOSettings, TrainerSettings
@@ -107,7 +109,7 @@ class PPO:
         self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed, device=device)
         self._training_signals = [signal for signal in self.reward_signals if signal.trains]
         stream_names = [signal.name for signal in self.reward_signals]
-        self._value_tags = [f"Policy/{name.capitalize()} Value Estimate" for name in stream_names]
+        self._value_tags = [signal_tag(name, "Value Estimate") for name in stream_names]
         self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
         generator = seeding.generator(seed, Stream.CRITIC_INIT)
         if hyperparameters.shared_critic:
@@ -133,6 +135,18 @@ class PPO:
             next_obs=bool(self._training_signals),
         )
         self._critic_memories = CriticMemories(self.critic.memory_size, self.sequence_length, self.device)
+        cloning = settings.behavioral_cloning
+        self.cloning = None
+        if cloning is not None:
+            self.cloning = BehavioralCloning(
+                self.policy,
+                cloning,
+                learning_rate=hyperparameters.learning_rate,
+                batch_size=hyperparameters.batch_size,
+                sequence_length=self.sequence_length,
+                seed=seed,
+                where=f"behaviors.{behavior_name}.behavioral_cloning",
+            )
 
     # ------------------------------------------------------------------ experience
 
@@ -215,6 +229,8 @@ class PPO:
             "Policy/Beta": beta,
         }
         stats.update({tag: float(np.mean(values)) for tag, values in signal_stats.items()})
+        if self.cloning is not None:
+            stats.update(self.cloning.update(step))
         return stats
 
     def _minibatch_step(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
@@ -261,6 +277,8 @@ class PPO:
         signals = {signal.name: signal.state() for signal in self.reward_signals}
         if any(signals.values()):
             state["reward_signals"] = signals
+        if self.cloning is not None:
+            state["behavioral_cloning"] = self.cloning.state()
         return state
 
     def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
@@ -271,3 +289,5 @@ class PPO:
         if not weights_only:
             self.optimizer.load_state_dict(state["optimizer"])
             self._shuffle.set_state(state["shuffle_rng"])
+            if self.cloning is not None and "behavioral_cloning" in state:
+                self.cloning.load(state["behavioral_cloning"])

@@ -29,6 +29,7 @@ import torch
 from torch import Tensor
 
 from processors.trajectory import Trajectory
+from trainers.reward_signals import SignalBatch
 from trainers.sequences import padded_length, sequence_rows
 
 
@@ -45,6 +46,12 @@ class ReplayBatch(NamedTuple):
     loss_masks: Tensor | None  # [B] bool, False on padding rows (None: not recurrent)
     memories: Tensor  # [B, k] actor memory, read at each sequence's first row ([B, 0] without)
     critic_memories: Tensor  # [B, k'] value network memory, likewise
+
+    def signal_batch(self) -> SignalBatch:
+        """What a reward signal rewards and trains on."""
+        return SignalBatch(
+            self.obs, self.next_obs, self.continuous_actions, self.discrete_actions, self.dones, self.loss_masks
+        )
 
     def to(self, device: torch.device) -> ReplayBatch:
         if device.type == "cpu":

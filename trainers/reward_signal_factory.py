@@ -8,9 +8,10 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from trainers.curiosity import CuriosityReward
 from trainers.exceptions import ConfigError
+from trainers.gail import GAILReward
 from trainers.reward_signals import ExtrinsicReward, RewardSignal
 from trainers.rnd import RNDReward
-from trainers.settings import CuriositySettings, RewardSignalType, RNDSettings, TrainerSettings
+from trainers.settings import CuriositySettings, GAILSettings, RewardSignalType, RNDSettings, TrainerSettings
 
 
 def create_reward_signals(
@@ -32,6 +33,9 @@ def create_reward_signals(
             signals.append(CuriosityReward(spec, signal_settings, seed=seed, device=device))
         elif kind == RewardSignalType.RND and isinstance(signal_settings, RNDSettings):
             signals.append(RNDReward(spec, signal_settings, seed=seed, device=device))
+        elif kind == RewardSignalType.GAIL and isinstance(signal_settings, GAILSettings):
+            where = f"behaviors.{behavior_name}.reward_signals.gail"
+            signals.append(GAILReward(spec, signal_settings, seed=seed, device=device, where=where))
         else:
             raise ConfigError(f"behaviors.{behavior_name}.reward_signals.{kind.value}: not supported yet")
     return signals

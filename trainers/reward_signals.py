@@ -1,11 +1,14 @@
 """Reward signals as components: each turns a trajectory into rewards for its own value
 stream, may train itself on the update's samples, and keeps its own state in checkpoints.
 
-``extrinsic`` (the environment's reward), ``curiosity`` (:mod:`trainers.curiosity`) and ``rnd``
-(:mod:`trainers.rnd`) exist; an algorithm sees a list of :class:`RewardSignal` and a value
-head per signal. A signal that trains (``trains``) is updated on every minibatch of the
-policy's update, as ML-Agents updates its reward providers, with the minibatch's
-observations, next observations and actions (:class:`SignalBatch`).
+``extrinsic`` (the environment's reward), ``curiosity`` (:mod:`trainers.curiosity`), ``rnd``
+(:mod:`trainers.rnd`) and ``gail`` (:mod:`trainers.gail`) exist; an algorithm sees a list of
+:class:`RewardSignal` and a value head per signal. A signal that trains (``trains``) rewards
+transitions (:meth:`RewardSignal.evaluate` on a :class:`SignalBatch`: observations, next
+observations, actions, done flags) and is updated on minibatches of them: PPO updates it on
+every minibatch of the policy's update and rewards a trajectory when it arrives; SAC updates it
+on minibatches of its own (``reward_signal_steps_per_update``) and rewards each sampled
+minibatch afresh, as ML-Agents does.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from processors.trajectory import Trajectory
@@ -28,7 +32,26 @@ class SignalBatch(NamedTuple):
     next_obs: tuple[Tensor, ...]  # what followed each transition
     continuous_actions: Tensor  # [B, c] as the policy produced them
     discrete_actions: Tensor  # [B, b] int64
+    dones: Tensor  # [B] float32, 1 where the agent's episode ended with this transition
     loss_masks: Tensor | None  # [B] bool, False on padding rows (None: every row is real)
+
+
+def trajectory_signal_batch(trajectory: Trajectory, device: torch.device) -> SignalBatch:
+    """A trajectory's T transitions as a :class:`SignalBatch` on ``device`` (uint8 images stay
+    uint8; the rest float32)."""
+
+    def tensor(array: np.ndarray) -> Tensor:
+        return torch.as_tensor(array if array.dtype == np.uint8 else np.asarray(array, np.float32), device=device)
+
+    next_obs = [np.concatenate([o[1:], n[None]]) for o, n in zip(trajectory.obs, trajectory.next_obs)]
+    return SignalBatch(
+        obs=tuple(tensor(o) for o in trajectory.obs),
+        next_obs=tuple(tensor(o) for o in next_obs),
+        continuous_actions=tensor(trajectory.continuous_actions),
+        discrete_actions=torch.as_tensor(trajectory.discrete_actions, dtype=torch.int64, device=device),
+        dones=tensor(trajectory.done),
+        loss_masks=None,
+    )
 
 
 class RewardSignal(Protocol):
@@ -45,6 +68,10 @@ class RewardSignal(Protocol):
 
     def rewards(self, trajectory: Trajectory) -> np.ndarray:
         """[T] float32 rewards of this stream for each step, ``strength`` applied."""
+
+    def evaluate(self, batch: SignalBatch) -> Tensor:
+        """[B] float32 rewards of the transitions, ``strength`` applied, without gradient (only
+        for signals that train: the others' rewards come with the trajectory)."""
 
     def update(self, batch: SignalBatch) -> dict[str, float]:
         """Train on one minibatch (no-op for extrinsic); stats by ML-Agents tag."""
@@ -69,6 +96,9 @@ class ExtrinsicReward:
     def rewards(self, trajectory: Trajectory) -> np.ndarray:
         return trajectory.rewards * self._strength
 
+    def evaluate(self, batch: SignalBatch) -> Tensor:
+        raise TypeError("the extrinsic reward comes with the trajectory, not from a SignalBatch")
+
     def update(self, batch: SignalBatch) -> dict[str, float]:
         return {}
 
@@ -79,13 +109,19 @@ class ExtrinsicReward:
         pass
 
 
+def signal_tag(name: str, what: str) -> str:
+    """``Policy/<Signal> <what>`` as ML-Agents writes it: the signal's name capitalised
+    (``Policy/Extrinsic Reward``, ``Policy/Rnd Value Estimate``, ``Policy/Gail Reward``)."""
+    return f"Policy/{name.capitalize()} {what}"
+
+
 class EpisodeSignalRewards:
     """Sums each signal's rewards over an agent's episode and reports ``Policy/<Name> Reward``
     when the episode ends (ML-Agents' per-signal reward curves)."""
 
     def __init__(self, stats_reporter: StatsReporter, signal_names: list[str]) -> None:
         self._stats_reporter = stats_reporter
-        self._tags = {name: f"Policy/{name.capitalize()} Reward" for name in signal_names}
+        self._tags = {name: signal_tag(name, "Reward") for name in signal_names}
         self._sums: dict[str, dict[str, float]] = {name: {} for name in signal_names}
 
     def add(self, trajectory: Trajectory, name: str, rewards: np.ndarray) -> None:

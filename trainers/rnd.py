@@ -21,7 +21,7 @@ from torch import Tensor
 from processors.trajectory import Trajectory
 from trainers import seeding
 from trainers.networks import ObservationEncoder, UnsupportedNetworkError
-from trainers.reward_signals import SignalBatch
+from trainers.reward_signals import SignalBatch, trajectory_signal_batch
 from trainers.seeding import Stream
 from trainers.sequences import masked_mean
 from trainers.settings import RewardSignalType, RNDSettings
@@ -59,13 +59,11 @@ class RNDReward:
 
     def rewards(self, trajectory: Trajectory) -> np.ndarray:
         device = next(self.predictor.parameters()).device
-        obs = [
-            torch.as_tensor(o if o.dtype == np.uint8 else np.asarray(o, np.float32), device=device)
-            for o in trajectory.obs
-        ]
+        return self.evaluate(trajectory_signal_batch(trajectory, device)).cpu().numpy()
+
+    def evaluate(self, batch: SignalBatch) -> Tensor:
         with torch.no_grad():
-            errors = self._errors(obs).cpu().numpy()
-        return (errors * self.strength).astype(np.float32)
+            return self._errors(list(batch.obs)) * self.strength
 
     def update(self, batch: SignalBatch) -> dict[str, float]:
         loss = masked_mean(self._errors(list(batch.obs)), batch.loss_masks)

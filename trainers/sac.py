@@ -17,6 +17,13 @@ per discrete branch, tuned towards ML-Agents' targets; then the target value net
 Adam over all of them takes the step ML-Agents' three optimisers take (Adam is elementwise);
 the policy's gradient is computed on its own, so Q1 is not trained by the policy loss.
 
+Reward signals that train (curiosity, RND, GAIL), as ML-Agents: every sampled minibatch is
+rewarded afresh by them (the rewards stored with a transition are only the extrinsic ones and
+the episode reports), and they train on minibatches of their own, drawn after the gradient
+steps, one per signal each time ``(steps - buffer_init_steps) / signal updates`` exceeds
+``reward_signal_steps_per_update``. Behavioral cloning (:mod:`trainers.behavioral_cloning`)
+runs after every gradient step, as ML-Agents calls it.
+
 Recurrent (``network_settings.memory``), as ML-Agents: the replay buffer holds whole padded
 sequences and a minibatch is ``batch_size / sequence_length`` of them; the actor restarts each
 from the memory it was fed when acting, the value network from the memory its evaluation of the
@@ -41,13 +48,14 @@ from torch import Tensor, nn
 from processors.trajectory import Trajectory
 from stats import StatsReporter
 from trainers import sac_math, seeding
+from trainers.behavioral_cloning import BehavioralCloning
 from trainers.exceptions import ConfigError
 from trainers.networks import Critic
 from trainers.policy import TorchPolicy
 from trainers.ppo_math import decayed_value
 from trainers.replay_buffer import ReplayBatch, ReplayBuffer, transition_bytes
 from trainers.reward_signal_factory import create_reward_signals
-from trainers.reward_signals import EpisodeSignalRewards
+from trainers.reward_signals import EpisodeSignalRewards, signal_tag
 from trainers.sac_networks import QNetwork, without_normalizer
 from trainers.seeding import Stream
 from trainers.sequences import CriticMemories
@@ -96,13 +104,10 @@ class SAC:
         )
         self.device = self.policy.device
         self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed, device=device)
-        for signal in self.reward_signals:
-            if signal.trains:  # SAC would have to evaluate them on every sampled minibatch
-                raise ConfigError(
-                    f"behaviors.{behavior_name}.reward_signals.{signal.name}: not supported yet for trainer_type sac"
-                )
+        self._trained_signals = [(i, signal) for i, signal in enumerate(self.reward_signals) if signal.trains]
         stream_names = [signal.name for signal in self.reward_signals]
-        self._value_tags = [f"Policy/{name.capitalize()} Value Estimate" for name in stream_names]
+        # ML-Agents' SAC writes "Value", not PPO's "Value Estimate"
+        self._value_tags = [signal_tag(name, "Value") for name in stream_names]
         self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
         self._gammas = torch.tensor([signal.gamma for signal in self.reward_signals], device=self.device)
 
@@ -149,6 +154,19 @@ class SAC:
         self._noise = seeding.generator(seed, Stream.UPDATE_NOISE, self.device)
         self.steps = 0  # agent steps received (ML-Agents' ``_step``)
         self.update_steps = 1  # gradient steps taken, plus one (ML-Agents' ``update_steps``)
+        self.signal_update_steps = 1  # reward-signal updates, plus one (``reward_signal_update_steps``)
+        cloning = settings.behavioral_cloning
+        self.cloning = None
+        if cloning is not None:
+            self.cloning = BehavioralCloning(
+                self.policy,
+                cloning,
+                learning_rate=hyperparameters.learning_rate,
+                batch_size=hyperparameters.batch_size,
+                sequence_length=self.sequence_length,
+                seed=seed,
+                where=f"behaviors.{behavior_name}.behavioral_cloning",
+            )
 
     # ------------------------------------------------------------------ experience
 
@@ -176,21 +194,30 @@ class SAC:
     def updates_due(self) -> int:
         """Gradient steps owed to the steps received (0 until ``buffer_init_steps`` steps
         have been collected and the buffer holds a minibatch)."""
+        return self._due(self.update_steps, self.hyperparameters.steps_per_update)
+
+    def signal_updates_due(self) -> int:
+        """Updates owed to the reward signals that train (0 without any)."""
+        if not self._trained_signals:
+            return 0
+        return self._due(self.signal_update_steps, self.hyperparameters.reward_signal_steps_per_update)
+
+    def _due(self, done: int, ratio: float) -> int:
         hp = self.hyperparameters
         if len(self.replay) < hp.batch_size or self.steps < hp.buffer_init_steps:
             return 0
         collected = self.steps - hp.buffer_init_steps
-        # ML-Agents steps while collected / update_steps > steps_per_update: the first count that
-        # stops it, in closed form, then made exact to that comparison at float boundaries
-        due = max(0, math.ceil(collected / hp.steps_per_update) - self.update_steps)
-        while due > 0 and not collected / (self.update_steps + due - 1) > hp.steps_per_update:
+        # ML-Agents steps while collected / done > ratio: the first count that stops it, in
+        # closed form, then made exact to that comparison at float boundaries
+        due = max(0, math.ceil(collected / ratio) - done)
+        while due > 0 and not collected / (done + due - 1) > ratio:
             due -= 1
-        while collected / (self.update_steps + due) > hp.steps_per_update:
+        while collected / (done + due) > ratio:
             due += 1
         return due
 
     def ready(self) -> bool:
-        return self.updates_due() > 0
+        return self.updates_due() > 0 or self.signal_updates_due() > 0
 
     # ------------------------------------------------------------------ update
 
@@ -206,25 +233,48 @@ class SAC:
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         losses = []
+        extra: dict[str, list[float]] = {}
         for _ in range(self.updates_due()):
-            batch = self.replay.sample(self.hyperparameters.batch_size, self._sampling).to(self.device)
+            batch = self._rewarded(self.replay.sample(self.hyperparameters.batch_size, self._sampling).to(self.device))
             losses.append(self._gradient_step(batch))
             self.update_steps += 1
+            if self.cloning is not None:
+                for tag, value in self.cloning.update(step).items():
+                    extra.setdefault(tag, []).append(value)
+        for _ in range(self.signal_updates_due()):
+            for _, signal in self._trained_signals:
+                batch = self.replay.sample(self.hyperparameters.batch_size, self._sampling).to(self.device)
+                for tag, value in signal.update(batch.signal_batch()).items():
+                    extra.setdefault(tag, []).append(value)
+            self.signal_update_steps += 1
+        stats = {tag: float(np.mean(values)) for tag, values in extra.items()}
         if not losses:
-            return {}
+            return stats
         policy_loss, value_loss, q1_loss, q2_loss = torch.stack(losses).mean(dim=0).tolist()
-        stats = {
-            "Losses/Policy Loss": policy_loss,
-            "Losses/Value Loss": value_loss,
-            "Losses/Q1 Loss": q1_loss,
-            "Losses/Q2 Loss": q2_loss,
-            "Policy/Learning Rate": learning_rate,
-        }
+        stats.update(
+            {
+                "Losses/Policy Loss": policy_loss,
+                "Losses/Value Loss": value_loss,
+                "Losses/Q1 Loss": q1_loss,
+                "Losses/Q2 Loss": q2_loss,
+                "Policy/Learning Rate": learning_rate,
+            }
+        )
         if self.continuous_size:
             stats["Policy/Continuous Entropy Coeff"] = float(self.continuous_log_alpha.detach().exp().mean())
         if self.branches:
             stats["Policy/Discrete Entropy Coeff"] = float(self.discrete_log_alphas.detach().exp().mean())
         return stats
+
+    def _rewarded(self, batch: ReplayBatch) -> ReplayBatch:
+        """``batch`` with the trained signals' rewards evaluated now, on its transitions."""
+        if not self._trained_signals:
+            return batch
+        columns = list(batch.rewards.unbind(dim=1))
+        signal_batch = batch.signal_batch()
+        for i, signal in self._trained_signals:
+            columns[i] = signal.evaluate(signal_batch)
+        return batch._replace(rewards=torch.stack(columns, dim=1))
 
     def _gradient_step(self, batch: ReplayBatch) -> Tensor:
         """One SAC step on ``batch``; returns the detached (policy, value, Q1, Q2) losses."""
@@ -327,11 +377,17 @@ class SAC:
             "optimizer": self.optimizer.state_dict(),
             "sampling_rng": self._sampling.get_state(),
             "noise_rng": self._noise.get_state(),
-            "sac_counters": {"steps": self.steps, "update_steps": self.update_steps},
+            "sac_counters": {
+                "steps": self.steps,
+                "update_steps": self.update_steps,
+                "signal_update_steps": self.signal_update_steps,
+            },
         }
         signals = {signal.name: signal.state() for signal in self.reward_signals}
         if any(signals.values()):
             state["reward_signals"] = signals
+        if self.cloning is not None:
+            state["behavioral_cloning"] = self.cloning.state()
         return state
 
     def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
@@ -352,6 +408,11 @@ class SAC:
             self._noise.set_state(state["noise_rng"])
             counters = state["sac_counters"]
             self.steps, self.update_steps = int(counters["steps"]), int(counters["update_steps"])
+            # older checkpoints: assume the signals kept their ratio, as ML-Agents does on resume
+            ratio = self.hyperparameters.reward_signal_steps_per_update
+            self.signal_update_steps = int(counters.get("signal_update_steps", max(1, self.steps / ratio)))
+            if self.cloning is not None and "behavioral_cloning" in state:
+                self.cloning.load(state["behavioral_cloning"])
 
     # ------------------------------------------------------------------ replay buffer files
 

@@ -25,6 +25,9 @@ class Stream(enum.IntEnum):
     REPLAY_SAMPLING = 5
     UPDATE_NOISE = 6
     REWARD_SIGNAL_INIT = 7
+    DEMO_SAMPLING = 8  # which demonstration steps GAIL and behavioral cloning train on
+    SIGNAL_NOISE = 9  # noise inside a reward signal's update (GAIL's VAIL code, interpolations)
+    CLONING_NOISE = 10  # behavioral cloning's continuous action draws
 
 
 def stream_seed(seed: int, stream: Stream) -> int:

@@ -49,8 +49,8 @@ OWN_TRAINER_TYPES = frozenset({"ppo", "sac"})
 
 # Reward signals each built-in trainer implements.
 SUPPORTED_REWARD_SIGNALS = {
-    "ppo": frozenset({RewardSignalType.EXTRINSIC, RewardSignalType.CURIOSITY, RewardSignalType.RND}),
-    "sac": frozenset({RewardSignalType.EXTRINSIC}),
+    "ppo": frozenset(RewardSignalType),
+    "sac": frozenset(RewardSignalType),
 }
 # Signals that have networks of their own (their network_settings are used).
 NETWORK_SIGNALS = frozenset({RewardSignalType.CURIOSITY, RewardSignalType.RND, RewardSignalType.GAIL})
@@ -129,11 +129,6 @@ def _trainer_problems(where: str, settings: TrainerSettings, available: list[str
                 f"{path}.network_settings: the extrinsic reward has no network, so these "
                 "settings would be ignored; remove them"
             )
-    if settings.behavioral_cloning is not None:
-        yield (
-            f"{where}.behavioral_cloning: behavioral cloning is not supported yet; remove the "
-            "behavioral_cloning section"
-        )
 
 
 def _parameter_problems(where: str, parameter: EnvironmentParameterSettings) -> Iterator[str]:
