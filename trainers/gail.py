@@ -14,7 +14,8 @@ takes one Adam step at ``learning_rate`` on
 - the discriminator loss ``-(mean log D(expert) + mean log(1 - D(policy)))``;
 - with ``use_vail``, the variational information bottleneck: ``D`` reads a 128-wide code drawn
   around a learned mean with a learned scale, and ``beta * (KL - 0.5)`` is added, ``beta``
-  (from 0) then stepping by ``0.0005 * (KL - 0.5)``, floored at 0;
+  (from 0) stepping by ``0.0005 * (KL - 0.5)`` first, floored at 0 (ML-Agents' gradient
+  reads the stepped value);
 - a gradient penalty ``10 * mean((|dD/dx| - 1)^2)`` at inputs drawn between policy and expert
   ones (element by element). As in ML-Agents the gradient is that of the first observation
   only, its norm taken over the observation's first axis (the whole vector; an image's rows).
@@ -189,9 +190,9 @@ class GAILReward:
             -torch.sum(1 + variance.log() - 0.5 * expert_code**2 - 0.5 * policy_code**2 - variance, dim=1), mask
         )
         beta = self.discriminator.beta
-        loss = beta.clone() * (kl - INFORMATION_BOUND)  # at this update's beta; the step follows
-        with torch.no_grad():
+        with torch.no_grad():  # ML-Agents' gradient sees the stepped beta (it replaces .data)
             beta.copy_(torch.clamp(beta + BETA_RATE * (kl - INFORMATION_BOUND), min=0.0))
+        loss = beta.clone() * (kl - INFORMATION_BOUND)
         stats["Policy/GAIL Beta"] = float(beta)
         stats["Losses/GAIL KL Loss"] = float(kl.detach())
         return loss
