@@ -25,6 +25,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,13 +37,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
+import envs  # noqa: F401  (installs the protocol import hook that demonstration files need)
 from processors import Trajectory
 from stats import StatsReporter
+from trainers.demonstrations import DemonstrationWriter
 from trainers.ppo import PPO
-from trainers.settings import CuriositySettings, RewardSignalType, TrainerSettings, load_run_options
+from trainers.settings import (
+    BehavioralCloningSettings,
+    CuriositySettings,
+    GAILSettings,
+    RewardSignalType,
+    TrainerSettings,
+    load_run_options,
+)
 from trainers.settings.schema import MemorySettings
 
 SAMPLES = 12_096
+DEMO_STEPS = 5_000
 TRAJECTORY_LENGTH = 1_000  # 3DBall's time_horizon
 MEMORY = MemorySettings(memory_size=128, sequence_length=64)
 SPEC = BehaviorSpec(
@@ -79,24 +90,57 @@ def synthetic_trajectories(rng: np.random.Generator, memory_size: int = 0) -> li
     return trajectories
 
 
-def ball_settings(recurrent: bool = False, curiosity: bool = False) -> TrainerSettings:
+def write_demo(path: Path, steps: int = DEMO_STEPS) -> Path:
+    """A synthetic 3DBall demonstration of ``steps`` steps (episodes of 500)."""
+    rng = np.random.default_rng(2)
+    with DemonstrationWriter(path, behavior_name="3DBall", behavior_spec=SPEC) as writer:
+        for t in range(steps):
+            writer.add_step(
+                0,
+                [rng.standard_normal(8).astype(np.float32)],
+                reward=0.1,
+                done=(t + 1) % 500 == 0,
+                continuous_action=rng.uniform(-1, 1, 2).astype(np.float32),
+            )
+    return path
+
+
+def ball_settings(
+    recurrent: bool = False, curiosity: bool = False, demo: Path | None = None, cloning: bool = False
+) -> TrainerSettings:
     """config/ppo/3DBall.yaml's behavior, with MEMORY when ``recurrent``, with a curiosity signal
-    (ML-Agents' defaults: 2 layers of 128, strength 0.02 as its Pyramids) when ``curiosity``."""
+    (ML-Agents' defaults: 2 layers of 128, strength 0.02 as its Pyramids) when ``curiosity``,
+    with a GAIL signal on ``demo`` (ML-Agents' defaults, strength 0.01 as its imitation configs)
+    and, with ``cloning``, behavioral cloning on it (strength 0.5, ML-Agents' defaults)."""
     settings = load_run_options(Path(__file__).resolve().parents[1] / "config/ppo/3DBall.yaml").behavior_settings(
         "3DBall"
     )
+    signals = dict(settings.reward_signals)
     if curiosity:
-        signals = {**settings.reward_signals, RewardSignalType.CURIOSITY: CuriositySettings(strength=0.02)}
-        settings = attrs.evolve(settings, reward_signals=signals)
+        signals[RewardSignalType.CURIOSITY] = CuriositySettings(strength=0.02)
+    if demo is not None:
+        signals[RewardSignalType.GAIL] = GAILSettings(strength=0.01, demo_path=str(demo))
+        if cloning:
+            settings = attrs.evolve(
+                settings, behavioral_cloning=BehavioralCloningSettings(demo_path=str(demo), strength=0.5)
+            )
+    settings = attrs.evolve(settings, reward_signals=signals)
     if recurrent:
         network = attrs.evolve(settings.network_settings, memory=MEMORY)
         settings = attrs.evolve(settings, network_settings=network)
     return settings
 
 
-def measure_update(threads: int, repeats: int, recurrent: bool = False, curiosity: bool = False) -> dict:
+def measure_update(
+    threads: int,
+    repeats: int,
+    recurrent: bool = False,
+    curiosity: bool = False,
+    demo: Path | None = None,
+    cloning: bool = False,
+) -> dict:
     torch.set_num_threads(threads)
-    settings = ball_settings(recurrent, curiosity)
+    settings = ball_settings(recurrent, curiosity, demo, cloning)
     ppo = PPO(
         behavior_name="3DBall", behavior_spec=SPEC, settings=settings, stats_reporter=StatsReporter("3DBall"), seed=0
     )
@@ -147,6 +191,7 @@ def measure_inference(agents: int, threads: int, calls: int) -> dict:
 
 
 def main() -> None:
+    demo = write_demo(Path(tempfile.mkdtemp()) / "3DBall.demo")
     results = {
         "benchmark": "ppo_update",
         "settings": "ML-Agents 3DBall: batch 64, buffer 12000, 3 epochs, 2x128 hidden, normalize",
@@ -156,6 +201,10 @@ def main() -> None:
         "recurrent_update": [measure_update(1, 5, recurrent=True), measure_update(2, 3, recurrent=True)],
         "curiosity_settings": "as update, plus a curiosity signal (2x128, strength 0.02) trained on every minibatch",
         "curiosity_update": [measure_update(1, 3, curiosity=True)],
+        "gail_settings": f"as update, plus a GAIL signal (2x128, strength 0.01) on a {DEMO_STEPS}-step demonstration",
+        "gail_update": [measure_update(1, 3, demo=demo)],
+        "gail_cloning_settings": "as gail, plus behavioral cloning (strength 0.5, 3 epochs over the demonstration)",
+        "gail_cloning_update": [measure_update(1, 3, demo=demo, cloning=True)],
         "inference": [measure_inference(n, 1, 300) for n in (1, 16, 256)],
     }
     print(json.dumps(results))
