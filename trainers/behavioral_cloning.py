@@ -4,7 +4,8 @@
 Each call of :meth:`BehavioralCloning.update` (after every PPO update; after every SAC gradient
 step, as ML-Agents calls it) makes ``num_epoch`` passes (3 unless set) over the shuffled
 demonstrations in minibatches of ``batch_size`` steps (the trainer's unless set), stopping each
-pass after ``samples_per_update`` steps (0: the whole demonstration), each minibatch one step
+pass after ``samples_per_update`` steps (0, or fewer than one minibatch: the whole
+demonstration, as ML-Agents), each minibatch one step
 of an Adam of its own on the actor at ``strength`` times the trainer's learning rate, decayed
 linearly to 0 over the first ``steps`` trainer steps (0: constant). The decayed rate takes
 effect from the next update, and once it has run out the updates stop, as ML-Agents'. The
@@ -70,8 +71,9 @@ class BehavioralCloning:
     def minibatches_per_epoch(self) -> int:
         per = self.sequences_per_batch
         batches = self._demos.sequences // per
-        if self.settings.samples_per_update > 0:
-            batches = min(batches, (self.settings.samples_per_update // per) // self.sequence_length)
+        limit = self.settings.samples_per_update // per
+        if limit > 0:  # ML-Agents: a limit of no whole minibatch is no limit
+            batches = min(batches, limit // self.sequence_length)
         return batches
 
     def update(self, step: int) -> dict[str, float]:
