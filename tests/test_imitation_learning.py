@@ -11,6 +11,11 @@ vector case). The control trains the same way on demos of an anti-expert (always
 wrong end): the policy then imitates it and must not pass, which shows that what is learnt comes
 from the demonstrations and not from the environment.
 
+Measured on seeds 1-5 (mean of the last 5 returns): PPO continuous 0.95-1.00, discrete
+1.00-1.02; SAC 1.00-1.02 both; visual PPO continuous 0.97-1.00, discrete 0.56 (seed 3), 0.96-1.00
+(the rest); visual SAC 1.00-1.02; use_actions 0.97-1.01; use_vail 1.00-1.02; the anti-expert
+control -1.10 to -1.14 (PPO and SAC). The tests run seeds 1-2 for PPO, seed 1 for SAC.
+
 What carries these runs is behavioral cloning, in ML-Agents' tests as here: Simple's observation
 is only the goal, which expert and anti-expert see alike, so a discriminator on observations
 alone (``use_actions`` false, their setting) cannot tell them apart. Measured: GAIL alone
@@ -145,14 +150,16 @@ def case_score(case: str, actions: str, seed: int, demo_dir: Path, *, anti: bool
 
 
 @pytest.mark.parametrize("actions", list(ACTIONS))
-@pytest.mark.parametrize(("trainer", "seeds"), [("ppo", (1, 2)), ("sac", (1,))])
+@pytest.mark.parametrize(("trainer", "seeds"), [("ppo", (1, 2)), ("sac", (1,))], ids=["ppo", "sac"])
 def test_gail(trainer, seeds, actions, tmp_path):
     scores = [case_score(trainer, actions, seed, tmp_path) for seed in seeds]
     assert all(s > 0.9 for s in scores), scores
 
 
 @pytest.mark.parametrize("actions", list(ACTIONS))
-@pytest.mark.parametrize(("trainer", "seeds"), [("visual_ppo", (1, 2)), ("visual_sac", (1,))])
+@pytest.mark.parametrize(
+    ("trainer", "seeds"), [("visual_ppo", (1, 2)), ("visual_sac", (1,))], ids=["visual_ppo", "visual_sac"]
+)
 def test_gail_visual(trainer, seeds, actions, tmp_path):
     scores = [case_score(trainer, actions, seed, tmp_path) for seed in seeds]
     assert all(s > 0.9 for s in scores), scores
