@@ -32,10 +32,16 @@ Best scores and how hard it is, with the defaults (numbers measured with the tes
 - an explorer that always steps to its least-visited neighbouring cell (counting visits per
   switch state, as a novelty bonus on observations would) reaches the goal in about **98%**
   of episodes: systematic exploration solves it, which is what curiosity or RND adds;
-- extrinsic-only PPO (``config/ppo/Pyramids.yaml``, 200k steps, seeds 1-3) never sees the
-  reward and scores -0.4 at every summary; the same config solves a single 5x5 room
-  (``num_rooms`` 1, switch in the far corner) by 30k steps, so it is exploration that fails;
-  extrinsic-only SAC (``config/sac/Pyramids.yaml``, 200k steps, seed 1) likewise scores -0.4.
+- extrinsic-only PPO (ML-Agents' Pyramids hyperparameters with 2 layers of 64: batch 128,
+  buffer 2048, beta 0.01; 200k steps, seeds 1-3) never sees the reward and scores -0.4 at every
+  summary; the same settings solve a single 5x5 room (``num_rooms`` 1, switch in the far
+  corner) by 30k steps, so it is exploration that fails; extrinsic-only SAC
+  (``config/sac/Pyramids.yaml``, 200k steps, seed 1) likewise scores -0.4. With these defaults
+  PPO with curiosity or RND at ML-Agents' strengths (same settings, 300k-step schedule) does not
+  reliably solve it either: curiosity solved seed 1 by 150k steps but not seed 2 within 230k,
+  RND neither seed within 300k (seed 1 reached the goal in about half the episodes at 80k-90k
+  steps, then lost it and stopped pressing the switch; seed 2 pressed the switch in most
+  episodes but never came back to the goal, also at strength 0.05).
 
 Environment parameters: ``room_size`` (5, between 3 and 10) and ``num_rooms`` (3, between 1
 and 6) fix the specs, so only their values at construction count; ``max_step`` (400, at least
