@@ -55,9 +55,9 @@ Sparse reward (issue 14), intrinsic signals against the same PPO without them:
   summary above 1.5 (null: none within max_steps; the best score is about 1.96, a goalless
   episode -max_step / 1000), ``final`` (the last summary), ``seconds`` and ``curve`` (the
   summaries). Intrinsic runs stop once two summaries in a row pass 1.5; controls run all of
-  max_steps. benchmarks/learning_seeds_sparse.json holds this mode's output for two settings
-  tried for issue 14 (2 rooms, max_step 200 and 150, each described there), not for the
-  configs as committed.
+  max_steps. The configs share their control (their other settings are equal).
+  benchmarks/learning_seeds_sparse.json holds this mode's output for the configs as committed
+  (``configs``) and for two earlier settings tried for issue 14 on the factored observation.
 
 Usage: ``PYTHONPATH=. python benchmarks/learning_seeds.py [TASK ...] [--seeds N]`` with TASK one of
 hybrid, basic, 3dball (the default: all three), sac_hybrid, sac_3dball, sac_basic, sac_gridworld,

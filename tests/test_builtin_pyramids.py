@@ -207,3 +207,14 @@ def test_extrinsic_ppo_solves_one_room_but_never_finds_the_goal_behind_three():
     three_rooms = make_env("Pyramids", seed=1)
     curve = train_env(three_rooms, config("Pyramids", max_steps=30_000), seed=1).rewards
     assert curve == pytest.approx([-0.4] * 3, abs=1e-6)
+
+
+def test_one_hot_state_marks_the_cell_and_the_switch():
+    env = make_env("Pyramids", seed=8, env_parameters={"room_size": 3, "num_rooms": 1, "one_hot_state": 1})
+    assert [o.shape for o in env.behavior_specs[PYRAMIDS].observation_specs] == [(2 * 3 * 3,)]
+    decision, _ = walk(env, [UP] * 2 + [LEFT] * 2)  # (0, 0), switch up: index 0
+    assert decision.obs[0].tolist() == [[1.0] + [0.0] * 17]
+    decision, _ = walk(env, [DOWN] * 2 + [RIGHT] * 2)  # onto the switch (2, 2): pressed, index 9 + 2 * 3 + 2
+    assert decision.obs[0][0].tolist() == [1.0 if i == 17 else 0.0 for i in range(18)]
+    decision, _ = walk(env, [UP])  # (1, 2), pressed: 9 + 3 + 2
+    assert np.flatnonzero(decision.obs[0][0]).tolist() == [14] and decision.obs[0].sum() == 1.0
