@@ -22,6 +22,7 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 from torch import Tensor
 
 import trainers.behavioral_cloning
+from tests.support.parity import weight_values
 from trainers.behavioral_cloning import BehavioralCloning
 from trainers.demonstrations import Demonstrations
 from trainers.policy import TorchPolicy
@@ -31,14 +32,6 @@ FIXTURE = Path(__file__).parent / "fixtures" / "mlagents_0_28" / "bc_parity.json
 RECORD = json.loads(FIXTURE.read_text(encoding="utf-8"))
 RTOL = ATOL = 1e-5
 CASES = sorted(RECORD["cases"])
-
-
-def weight_values(name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """As ``make_bc_parity.weight_values``."""
-    salt = sum(ord(c) for c in name) % 97
-    fan_in = shape[-1] if len(shape) > 1 else 10
-    k = np.arange(math.prod(shape), dtype=np.float64)
-    return (np.sin(0.71 * k + salt) * 1.5 / math.sqrt(fan_in)).reshape(shape).astype(np.float32)
 
 
 def noise(draw: int, shape: tuple[int, ...]) -> np.ndarray:

@@ -21,6 +21,7 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 from torch import Tensor
 
 import trainers.gail
+from tests.support.parity import start_normalizers_like_mlagents, weight_values
 from trainers.demonstrations import Demonstrations
 from trainers.gail import GAILReward
 from trainers.networks import Normalizer
@@ -34,14 +35,6 @@ RTOL = ATOL = 1e-5
 # stepped beta, so the loss's backward reads the new beta (0.159 at the first update, not 0);
 # trainers.gail steps beta first and multiplies by the stepped value, which the VAIL cases check.
 CASES = sorted(RECORD["cases"])
-
-
-def weight_values(name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """As ``make_gail_parity.weight_values``."""
-    salt = sum(ord(c) for c in name) % 97
-    fan_in = shape[-1] if len(shape) > 1 else 10
-    k = np.arange(math.prod(shape), dtype=np.float64)
-    return (np.sin(0.71 * k + salt) * 1.5 / math.sqrt(fan_in)).reshape(shape).astype(np.float32)
 
 
 def interpolation(shape: tuple[int, ...]) -> np.ndarray:
@@ -126,13 +119,7 @@ def build(case: dict, monkeypatch: pytest.MonkeyPatch) -> tuple[GAILReward, dict
     with torch.no_grad():
         for name, param in params.items():
             param.copy_(torch.as_tensor(weight_values(name, tuple(param.shape))))
-    for module in signal.discriminator.modules():
-        # ML-Agents' Normalizer starts from one pseudo-sample; ours from none: start ours where
-        # ML-Agents' starts (as tests/test_intrinsic_parity.py).
-        if isinstance(module, Normalizer):
-            module.load_state_dict(
-                {"mean": module.mean, "var": module.var, "count": torch.ones((), dtype=torch.float64)}
-            )
+    start_normalizers_like_mlagents(signal.discriminator)
     pin_randomness(monkeypatch, signal)
     return signal, params
 

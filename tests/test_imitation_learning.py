@@ -38,30 +38,15 @@ import pytest
 
 from envs.builtin import make_env
 from tests.support.expert_demos import record_simple_demo
-from tests.support.learning import SAC_TEST_CONFIG, train_env
+from tests.support.learning import PPO_TEST_CONFIG, SAC_TEST_CONFIG, train_env
 from trainers.settings import (
     BehavioralCloningSettings,
     GAILSettings,
-    NetworkSettings,
-    PPOSettings,
     RewardSignalType,
-    ScheduleType,
     TrainerSettings,
 )
 
 pytestmark = pytest.mark.slow  # trains policies
-
-# ML-Agents' PPO learning-test configuration (dummy_config._PPO_CONFIG)
-PPO_TEST_CONFIG = TrainerSettings(
-    trainer_type="ppo",
-    hyperparameters=PPOSettings(
-        learning_rate=5.0e-3, learning_rate_schedule=ScheduleType.CONSTANT, batch_size=16, buffer_size=64
-    ),
-    network_settings=NetworkSettings(num_layers=1, hidden_units=32),
-    summary_freq=500,
-    max_steps=3000,
-    threaded=False,
-)
 
 ACTIONS = {"continuous": (1, 0), "discrete": (0, 1)}  # (continuous size, discrete branches)
 

@@ -5,7 +5,6 @@ minibatch, the same rewards, losses and Adam steps (``reward_signal_parity.json`
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +13,8 @@ import torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
 from processors import Trajectory
+from tests.support.parity import start_normalizers_like_mlagents, weight_values
 from trainers.curiosity import CuriosityReward
-from trainers.networks import Normalizer
 from trainers.reward_signals import SignalBatch
 from trainers.rnd import RNDReward
 from trainers.settings import CuriositySettings, NetworkSettings, RNDSettings
@@ -24,14 +23,6 @@ FIXTURE = Path(__file__).parent / "fixtures" / "mlagents_0_28" / "reward_signal_
 RECORD = json.loads(FIXTURE.read_text(encoding="utf-8"))
 CASES = sorted(RECORD["cases"])
 RTOL = ATOL = 1e-5
-
-
-def weight_values(name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """As ``make_reward_signal_parity.weight_values``."""
-    salt = sum(ord(c) for c in name) % 97
-    fan_in = shape[-1] if len(shape) > 1 else 10
-    k = np.arange(math.prod(shape), dtype=np.float64)
-    return (np.sin(0.71 * k + salt) * 1.5 / math.sqrt(fan_in)).reshape(shape).astype(np.float32)
 
 
 def behavior(case: dict) -> BehaviorSpec:
@@ -58,14 +49,8 @@ def build(case: dict) -> tuple[CuriosityReward | RNDReward, dict[str, torch.nn.P
     else:
         signal = RNDReward(behavior(case), RNDSettings(strength=strength, learning_rate=lr, network_settings=network))
         params = {f"{m}.{n}": p for m in ("target", "predictor") for n, p in getattr(signal, m).named_parameters()}
-        for module in [*signal.target.modules(), *signal.predictor.modules()]:
-            # ML-Agents' Normalizer starts from one pseudo-sample (normalization_steps 1, mean 0,
-            # variance 1); ours starts from none (count 0), which moves the statistics of the first
-            # batches (RND Loss 9.8836 instead of 9.4449 here): start ours where ML-Agents' starts.
-            if isinstance(module, Normalizer):
-                module.load_state_dict(
-                    {"mean": module.mean, "var": module.var, "count": torch.ones((), dtype=torch.float64)}
-                )
+        start_normalizers_like_mlagents(signal.target)
+        start_normalizers_like_mlagents(signal.predictor)
     assert sorted(params) == sorted(case["parameters"][0])
     with torch.no_grad():
         for name, param in params.items():

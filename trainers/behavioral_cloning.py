@@ -33,7 +33,7 @@ from trainers.policy import TorchPolicy
 from trainers.ppo_math import decayed_value
 from trainers.seeding import Stream
 from trainers.sequences import masked_mean, sequence_rows
-from trainers.settings import BehavioralCloningSettings, ScheduleType
+from trainers.settings import BehavioralCloningSettings, ScheduleType, TrainerSettings
 
 DEFAULT_NUM_EPOCH = 3  # ML-Agents' default for every trainer
 MIN_LEARNING_RATE = 1e-10
@@ -130,6 +130,26 @@ class BehavioralCloning:
         self.optimizer.load_state_dict(state["optimizer"])
         self.learning_rate = float(state["learning_rate"])
         self._shuffle.set_state(state["shuffle_rng"])
+
+
+def behavioral_cloning_for(
+    behavior_name: str, policy: TorchPolicy, settings: TrainerSettings, *, sequence_length: int, seed: int
+) -> BehavioralCloning | None:
+    """The behavior's ``behavioral_cloning`` section bound to its policy, at the trainer's
+    learning rate and batch size; None without the section."""
+    cloning = settings.behavioral_cloning
+    if cloning is None:
+        return None
+    hyperparameters = settings.hyperparameters
+    return BehavioralCloning(
+        policy,
+        cloning,
+        learning_rate=hyperparameters.learning_rate,
+        batch_size=hyperparameters.batch_size,
+        sequence_length=sequence_length,
+        seed=seed,
+        where=f"behaviors.{behavior_name}.behavioral_cloning",
+    )
 
 
 class _DemoSequences:

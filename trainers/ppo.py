@@ -30,7 +30,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from processors.trajectory import Trajectory
 from stats import StatsReporter
 from trainers import seeding
-from trainers.behavioral_cloning import BehavioralCloning
+from trainers.behavioral_cloning import behavioral_cloning_for
 from trainers.buffer import PPOBatch, UpdateBuffer
 from trainers.exceptions import ConfigError
 from trainers.networks import Critic, ValueHeads
@@ -135,18 +135,9 @@ class PPO:
             next_obs=bool(self._training_signals),
         )
         self._critic_memories = CriticMemories(self.critic.memory_size, self.sequence_length, self.device)
-        cloning = settings.behavioral_cloning
-        self.cloning = None
-        if cloning is not None:
-            self.cloning = BehavioralCloning(
-                self.policy,
-                cloning,
-                learning_rate=hyperparameters.learning_rate,
-                batch_size=hyperparameters.batch_size,
-                sequence_length=self.sequence_length,
-                seed=seed,
-                where=f"behaviors.{behavior_name}.behavioral_cloning",
-            )
+        self.cloning = behavioral_cloning_for(
+            behavior_name, self.policy, settings, sequence_length=self.sequence_length, seed=seed
+        )
 
     # ------------------------------------------------------------------ experience
 

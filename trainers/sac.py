@@ -48,7 +48,7 @@ from torch import Tensor, nn
 from processors.trajectory import Trajectory
 from stats import StatsReporter
 from trainers import sac_math, seeding
-from trainers.behavioral_cloning import BehavioralCloning
+from trainers.behavioral_cloning import behavioral_cloning_for
 from trainers.exceptions import ConfigError
 from trainers.networks import Critic
 from trainers.policy import TorchPolicy
@@ -155,18 +155,9 @@ class SAC:
         self.steps = 0  # agent steps received (ML-Agents' ``_step``)
         self.update_steps = 1  # gradient steps taken, plus one (ML-Agents' ``update_steps``)
         self.signal_update_steps = 1  # reward-signal updates, plus one (``reward_signal_update_steps``)
-        cloning = settings.behavioral_cloning
-        self.cloning = None
-        if cloning is not None:
-            self.cloning = BehavioralCloning(
-                self.policy,
-                cloning,
-                learning_rate=hyperparameters.learning_rate,
-                batch_size=hyperparameters.batch_size,
-                sequence_length=self.sequence_length,
-                seed=seed,
-                where=f"behaviors.{behavior_name}.behavioral_cloning",
-            )
+        self.cloning = behavioral_cloning_for(
+            behavior_name, self.policy, settings, sequence_length=self.sequence_length, seed=seed
+        )
 
     # ------------------------------------------------------------------ experience
 

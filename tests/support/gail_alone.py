@@ -25,13 +25,10 @@ from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps
 
 from envs.builtin import make_env
 from tests.support.expert_demos import Policy, record_demo
-from tests.support.learning import SAC_TEST_CONFIG, train_env
+from tests.support.learning import PPO_TEST_CONFIG, SAC_TEST_CONFIG, train_env
 from trainers.settings import (
     GAILSettings,
-    NetworkSettings,
-    PPOSettings,
     RewardSignalType,
-    ScheduleType,
     TrainerSettings,
 )
 
@@ -46,16 +43,7 @@ SUMMARY_FREQ = 500
 GAIL_GAMMA = 0.3
 
 # ML-Agents' PPO learning-test configuration (dummy_config._PPO_CONFIG), 5000 steps
-PPO_CONFIG = TrainerSettings(
-    trainer_type="ppo",
-    hyperparameters=PPOSettings(
-        learning_rate=5.0e-3, learning_rate_schedule=ScheduleType.CONSTANT, batch_size=16, buffer_size=64
-    ),
-    network_settings=NetworkSettings(num_layers=1, hidden_units=32),
-    summary_freq=SUMMARY_FREQ,
-    max_steps=5000,
-    threaded=False,
-)
+PPO_CONFIG = attrs.evolve(PPO_TEST_CONFIG, summary_freq=SUMMARY_FREQ, max_steps=5000)
 # ML-Agents' SAC learning-test configuration, 3000 steps
 SAC_CONFIG = attrs.evolve(SAC_TEST_CONFIG, summary_freq=SUMMARY_FREQ, max_steps=3000)
 TRAINERS = {"ppo": PPO_CONFIG, "sac": SAC_CONFIG}

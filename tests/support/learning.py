@@ -24,6 +24,18 @@ from trainers.settings import (
     load_run_options,
 )
 
+# ML-Agents' PPO learning-test configuration (dummy_config._PPO_CONFIG)
+PPO_TEST_CONFIG = TrainerSettings(
+    trainer_type="ppo",
+    hyperparameters=PPOSettings(
+        learning_rate=5.0e-3, learning_rate_schedule=ScheduleType.CONSTANT, batch_size=16, buffer_size=64
+    ),
+    network_settings=NetworkSettings(num_layers=1, hidden_units=32),
+    summary_freq=500,
+    max_steps=3000,
+    threaded=False,
+)
+
 # ML-Agents' SAC learning-test configuration (dummy_config._SAC_CONFIG)
 SAC_TEST_CONFIG = TrainerSettings(
     trainer_type="sac",

@@ -1,0 +1,30 @@
+"""What the parity tests against ML-Agents 0.28 share: the weights their fixture scripts give
+every parameter (``tests/fixtures/mlagents_0_28/make_*_parity.py`` repeat the formula: they run
+in ML-Agents' own environment, without this package), and ML-Agents' normaliser start."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from trainers.networks import Normalizer
+
+
+def weight_values(name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """Distinct, non-zero, He-sized values for our parameter ``name`` of ``shape``."""
+    salt = sum(ord(c) for c in name) % 97
+    fan_in = shape[-1] if len(shape) > 1 else 10
+    k = np.arange(math.prod(shape), dtype=np.float64)
+    return (np.sin(0.71 * k + salt) * 1.5 / math.sqrt(fan_in)).reshape(shape).astype(np.float32)
+
+
+def start_normalizers_like_mlagents(module: torch.nn.Module) -> None:
+    """ML-Agents' Normalizer starts from one pseudo-sample (normalization_steps 1, mean 0,
+    variance 1); ours from none (count 0), which moves the first batches' statistics (RND Loss
+    9.8836 instead of 9.4449 in the RND case): start every normaliser in ``module`` where
+    ML-Agents' starts."""
+    for child in module.modules():
+        if isinstance(child, Normalizer):
+            child.load_state_dict({"mean": child.mean, "var": child.var, "count": torch.ones((), dtype=torch.float64)})
