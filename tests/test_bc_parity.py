@@ -22,7 +22,7 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 from torch import Tensor
 
 import trainers.behavioral_cloning
-from tests.support.parity import weight_values
+from tests.support.parity import assert_parameters_match, assert_stats_match, weight_values
 from trainers.behavioral_cloning import BehavioralCloning
 from trainers.demonstrations import Demonstrations
 from trainers.policy import TorchPolicy
@@ -123,18 +123,14 @@ def test_losses_learning_rates_and_adam_steps_match_mlagents(name, monkeypatch):
     for update, trainer_step in enumerate(case["steps"]):
         before = len(rates)
         stats = cloning.update(trainer_step)
-        assert stats.keys() == case["stats"][update].keys()
-        for tag, value in case["stats"][update].items():
-            assert stats[tag] == pytest.approx(value, rel=RTOL, abs=ATOL), tag
+        assert_stats_match(stats, case["stats"][update], RTOL)
         ran = rates[before:]
         assert len(ran) == case["adam_steps"][update]
         if ran:
             np.testing.assert_allclose(ran, case["learning_rates"][update], rtol=1e-9)
         # the rate the next update runs at: ML-Agents' decayed rate takes effect from there
         assert cloning.learning_rate == pytest.approx(case["next_learning_rates"][update], rel=1e-9)
-        for param_name, recorded in case["parameters"][update].items():
-            ours = params[param_name].detach().reshape(-1)[recorded["index"]].numpy()
-            np.testing.assert_allclose(ours, recorded["values"], rtol=RTOL, atol=ATOL, err_msg=param_name)
+        assert_parameters_match(params, case["parameters"][update], rtol=RTOL, atol=ATOL)
     # as many shuffles and noise draws as ML-Agents made
     assert next(pinned.orders, None) is None
     assert pinned.noise_draws == case["noise_draws"]

@@ -5,8 +5,11 @@ in ML-Agents' own environment, without this package), and ML-Agents' normaliser 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+import pytest
 import torch
 
 from trainers.networks import Normalizer
@@ -28,3 +31,19 @@ def start_normalizers_like_mlagents(module: torch.nn.Module) -> None:
     for child in module.modules():
         if isinstance(child, Normalizer):
             child.load_state_dict({"mean": child.mean, "var": child.var, "count": torch.ones((), dtype=torch.float64)})
+
+
+def assert_stats_match(stats: Mapping[str, float], recorded: Mapping[str, float], tolerance: float) -> None:
+    """The same tags as ML-Agents' update returned, each within ``tolerance`` (relative or absolute)."""
+    assert stats.keys() == recorded.keys()
+    for tag, value in recorded.items():
+        assert stats[tag] == pytest.approx(value, rel=tolerance, abs=tolerance), tag
+
+
+def assert_parameters_match(
+    params: Mapping[str, torch.nn.Parameter], recorded: Mapping[str, Any], *, rtol: float = 0.0, atol: float = 1e-6
+) -> None:
+    """Each parameter's values at the fixture's sampled indices, as ML-Agents' were."""
+    for name, sample in recorded.items():
+        ours = params[name].detach().reshape(-1)[sample["index"]].numpy()
+        np.testing.assert_allclose(ours, sample["values"], rtol=rtol, atol=atol, err_msg=name)
