@@ -18,8 +18,8 @@ Adam over all of them takes the step ML-Agents' three optimisers take (Adam is e
 the policy's gradient is computed on its own, so Q1 is not trained by the policy loss.
 
 Reward signals that train (curiosity, RND, GAIL), as ML-Agents: every sampled minibatch is
-rewarded afresh by them (the rewards stored with a transition are only the extrinsic ones and
-the episode reports), and they train on minibatches of their own, drawn after the gradient
+rewarded afresh by them (what they paid when the transition was stored serves only the episode
+reports), and they train on minibatches of their own, drawn after the gradient
 steps, one per signal each time ``(steps - buffer_init_steps) / signal updates`` exceeds
 ``reward_signal_steps_per_update``. Behavioral cloning (:mod:`trainers.behavioral_cloning`)
 runs after every gradient step, as ML-Agents calls it.
