@@ -49,7 +49,7 @@ def behavior(case: dict) -> BehaviorSpec:
 
 
 def demonstrations(case: dict) -> Demonstrations:
-    """The case's rows, as ``load_demonstrations`` would return them."""
+    """The case's rows, as ``training_demonstrations`` would return them."""
     data = case["demonstrations"]
     rows = len(data["dones"])
     return Demonstrations(
@@ -89,7 +89,7 @@ class Pinned:
 def build(case: dict, monkeypatch: pytest.MonkeyPatch) -> tuple[BehavioralCloning, list[float], Pinned]:
     """Our cloning with the case's settings, the fixture's weights and demonstrations, the
     randomness pinned; the list the learning rate of every Adam step goes to; the pins."""
-    monkeypatch.setattr(trainers.behavioral_cloning, "load_demonstrations", lambda *_, **__: demonstrations(case))
+    monkeypatch.setattr(trainers.behavioral_cloning, "training_demonstrations", lambda *_, **__: demonstrations(case))
     network = NetworkSettings(hidden_units=RECORD["hidden_units"], num_layers=RECORD["num_layers"])
     policy = TorchPolicy(behavior(case), network, seed=0)
     params = dict(policy.actor.named_parameters())

@@ -64,7 +64,7 @@ def behavior() -> BehaviorSpec:
 
 
 def demonstrations() -> Demonstrations:
-    """The fixture's expert rows, as ``load_demonstrations`` would return them."""
+    """The fixture's expert rows, as ``training_demonstrations`` would return them."""
     expert = RECORD["expert"]
     rows = len(expert["dones"])
     return Demonstrations(
@@ -107,7 +107,7 @@ def pin_randomness(monkeypatch: pytest.MonkeyPatch, signal: GAILReward) -> None:
 def build(case: dict, monkeypatch: pytest.MonkeyPatch) -> tuple[GAILReward, dict[str, torch.nn.Parameter]]:
     """Our signal with the case's settings and the fixture's weights and expert rows; the
     discriminator's parameters by name."""
-    monkeypatch.setattr(trainers.gail, "load_demonstrations", lambda *_, **__: demonstrations())
+    monkeypatch.setattr(trainers.gail, "training_demonstrations", lambda *_, **__: demonstrations())
     settings = GAILSettings(
         strength=RECORD["strength"],
         learning_rate=RECORD["learning_rate"],

@@ -164,6 +164,20 @@ def test_demonstrations_of_another_spec_are_refused_naming_the_file_and_key(tmp_
         )
 
 
+def test_a_demonstration_of_one_step_is_refused_before_training(tmp_path):
+    demo = write_demo(tmp_path / "one.demo", steps=1)
+    with pytest.raises(ConfigError, match=r"behaviors.B.reward_signals.gail.demo_path: .*one.demo hold no transition"):
+        GAILReward(SPEC, GAILSettings(demo_path=str(demo)), where="behaviors.B.reward_signals.gail")
+    with pytest.raises(ConfigError, match="behaviors.B.behavioral_cloning.demo_path: .*hold no transition"):
+        BehavioralCloning(
+            TorchPolicy(SPEC, SMALL, seed=0),
+            BehavioralCloningSettings(demo_path=str(demo)),
+            learning_rate=3e-4,
+            batch_size=8,
+            where="behaviors.B.behavioral_cloning",
+        )
+
+
 def cloning(tmp_path, steps: int = 0, samples_per_update: int = 0, **kwargs) -> BehavioralCloning:
     demo = write_demo(tmp_path / "expert.demo")
     settings = BehavioralCloningSettings(

@@ -28,7 +28,7 @@ import torch
 from torch import Tensor
 
 from trainers import seeding
-from trainers.demonstrations import Demonstrations, load_demonstrations
+from trainers.demonstrations import Demonstrations, training_demonstrations
 from trainers.policy import TorchPolicy
 from trainers.ppo_math import decayed_value
 from trainers.seeding import Stream
@@ -55,7 +55,7 @@ class BehavioralCloning:
     ) -> None:
         self.policy = policy
         self.settings = settings
-        demonstrations = load_demonstrations(settings.demo_path, policy.behavior_spec, where=f"{where}.demo_path")
+        demonstrations = training_demonstrations(settings.demo_path, policy.behavior_spec, where=f"{where}.demo_path")
         self.sequence_length = int(sequence_length)
         self._demos = _DemoSequences(demonstrations, self.sequence_length, policy.device)
         self.initial_learning_rate = float(learning_rate) * float(settings.strength)

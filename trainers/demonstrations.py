@@ -333,6 +333,21 @@ def load_demonstrations(
     )
 
 
+def training_demonstrations(
+    demo_path: str | os.PathLike[str], behavior_spec: BehaviorSpec, *, where: str = "demo_path"
+) -> Demonstrations:
+    """:func:`load_demonstrations` for a learner (GAIL, behavioral cloning): refused, naming
+    ``where`` and the files, when they hold no transition to learn from (one step alone is none:
+    a transition pairs a step with the next)."""
+    demonstrations = load_demonstrations(demo_path, behavior_spec, where=where)
+    if len(demonstrations) == 0:
+        raise ConfigError(
+            f"{where}: {', '.join(demonstrations.files)} hold no transition to learn from "
+            "(a recorded step and the one after it)"
+        )
+    return demonstrations
+
+
 # ---------------------------------------------------------------- writing
 
 

@@ -36,7 +36,7 @@ from torch import Tensor, nn
 from processors.trajectory import Trajectory
 from trainers import seeding
 from trainers.curiosity import flatten_actions
-from trainers.demonstrations import Demonstrations, load_demonstrations
+from trainers.demonstrations import Demonstrations, training_demonstrations
 from trainers.networks import ObservationEncoder, UnsupportedNetworkError, init_dense
 from trainers.reward_signals import SignalBatch, trajectory_signal_batch
 from trainers.seeding import Stream
@@ -130,7 +130,7 @@ class GAILReward:
         self.ignore_done = False
         self.strength = float(settings.strength)
         self._normalize = bool(settings.network_settings.normalize)
-        self.demonstrations = load_demonstrations(settings.demo_path, spec, where=f"{where}.demo_path")
+        self.demonstrations = training_demonstrations(settings.demo_path, spec, where=f"{where}.demo_path")
         generator = seeding.generator(seed, Stream.REWARD_SIGNAL_INIT)
         self.discriminator = Discriminator(spec, settings, generator).to(device)
         self.device = next(self.discriminator.parameters()).device
