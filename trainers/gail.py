@@ -184,7 +184,8 @@ class GAILReward:
     def _bottleneck_loss(
         self, policy_code: Tensor, expert_code: Tensor, mask: Tensor | None, stats: dict[str, float]
     ) -> Tensor:
-        """VAIL: ``beta * (KL - 0.5)``, then beta's dual step (as ML-Agents, after the loss)."""
+        """VAIL: beta's dual step, then ``beta * (KL - 0.5)`` at the stepped beta (ML-Agents'
+        gradient reads the stepped value)."""
         variance = self.discriminator.code_scale**2
         kl = masked_mean(
             -torch.sum(1 + variance.log() - 0.5 * expert_code**2 - 0.5 * policy_code**2 - variance, dim=1), mask
