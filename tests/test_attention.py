@@ -14,6 +14,7 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 
 from processors import Trajectory
 from stats import StatsReporter
+from tests.fixtures.mlagents_0_28.pinned_values import weight_values
 from trainers.attention import (
     ATTENTION_EMBEDDING_SIZE,
     EntityEmbedding,
@@ -159,14 +160,6 @@ def test_parameter_count_matches_mlagents(case):
         encoder.inputs_width
         == sum({1: s.shape[0], 3: 16, 2: 0}[len(s.shape)] for s in make_specs()) + ATTENTION_EMBEDDING_SIZE
     )
-
-
-def weight_values(name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """As ``make_attention_parity.weight_values``."""
-    salt = sum(ord(c) for c in name) % 97
-    fan_in = shape[-1] if len(shape) > 1 else 10
-    k = np.arange(math.prod(shape), dtype=np.float64)
-    return (np.sin(0.71 * k + salt) * 1.5 / math.sqrt(fan_in)).reshape(shape).astype(np.float32)
 
 
 def test_outputs_match_mlagents_with_two_entity_sets_and_a_hyper_goal():

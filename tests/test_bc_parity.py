@@ -11,7 +11,6 @@ continuous sampling noise is a fixed function of the draw's count and shape.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,8 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 from torch import Tensor
 
 import trainers.behavioral_cloning
-from tests.support.parity import assert_parameters_match, assert_stats_match, weight_values
+from tests.fixtures.mlagents_0_28.pinned_values import cloning_noise, weight_values
+from tests.support.parity import assert_parameters_match, assert_stats_match
 from trainers.behavioral_cloning import BehavioralCloning
 from trainers.demonstrations import Demonstrations
 from trainers.policy import TorchPolicy
@@ -32,12 +32,6 @@ FIXTURE = Path(__file__).parent / "fixtures" / "mlagents_0_28" / "bc_parity.json
 RECORD = json.loads(FIXTURE.read_text(encoding="utf-8"))
 RTOL = ATOL = 1e-5
 CASES = sorted(RECORD["cases"])
-
-
-def noise(draw: int, shape: tuple[int, ...]) -> np.ndarray:
-    """As ``make_bc_parity.noise``."""
-    k = np.arange(math.prod(shape), dtype=np.float64)
-    return (1.1 * np.sin(1.3 * k + 0.7 * draw + 0.4)).reshape(shape).astype(np.float32)
 
 
 def behavior(case: dict) -> BehaviorSpec:
@@ -81,7 +75,7 @@ class Pinned:
         return torch.tensor(order)
 
     def randn(self, size: Any, *_: Any, **__: Any) -> Tensor:
-        values = noise(self.noise_draws, tuple(size))
+        values = cloning_noise(self.noise_draws, tuple(size))
         self.noise_draws += 1
         return torch.as_tensor(values)
 

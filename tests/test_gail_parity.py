@@ -10,7 +10,6 @@ interpolation weights and VAIL's code noise are fixed functions of the requested
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +20,11 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 from torch import Tensor
 
 import trainers.gail
+from tests.fixtures.mlagents_0_28.pinned_values import code_noise, interpolation, weight_values
 from tests.support.parity import (
     assert_parameters_match,
     assert_stats_match,
     start_normalizers_like_mlagents,
-    weight_values,
 )
 from trainers.demonstrations import Demonstrations
 from trainers.gail import GAILReward
@@ -40,19 +39,6 @@ RTOL = ATOL = 1e-5
 # stepped beta, so the loss's backward reads the new beta (0.159 at the first update, not 0);
 # trainers.gail steps beta first and multiplies by the stepped value, which the VAIL cases check.
 CASES = sorted(RECORD["cases"])
-
-
-def interpolation(shape: tuple[int, ...]) -> np.ndarray:
-    """As ``make_gail_parity.interpolation``."""
-    rows = np.arange(shape[0], dtype=np.float64)
-    per_row = 0.15 + 0.7 * np.mod(0.37 * rows + 0.11, 1.0)
-    return np.broadcast_to(per_row.reshape((-1,) + (1,) * (len(shape) - 1)), shape).astype(np.float32)
-
-
-def code_noise(shape: tuple[int, ...]) -> np.ndarray:
-    """As ``make_gail_parity.code_noise``."""
-    k = np.arange(math.prod(shape), dtype=np.float64)
-    return (1.2 * np.sin(1.3 * k + 0.5)).reshape(shape).astype(np.float32)
 
 
 def behavior() -> BehaviorSpec:

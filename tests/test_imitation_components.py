@@ -147,6 +147,17 @@ def test_gail_state_round_trips_vail_beta_included(tmp_path):
     assert restored.update(batch) == gail.update(batch)  # same expert draws and noise from here on
 
 
+def cloning_from(demo: Path) -> BehavioralCloning:
+    """Behavioral cloning of behavior B on ``demo``, with its key path."""
+    return BehavioralCloning(
+        TorchPolicy(SPEC, SMALL, seed=0),
+        BehavioralCloningSettings(demo_path=str(demo)),
+        learning_rate=3e-4,
+        batch_size=8,
+        where="behaviors.B.behavioral_cloning",
+    )
+
+
 def test_demonstrations_of_another_spec_are_refused_naming_the_file_and_key(tmp_path):
     other = behavior_spec(obs_shapes=((4,),), continuous=2, branches=(3,))
     demo = write_demo(tmp_path / "other.demo", spec=other)
@@ -155,13 +166,7 @@ def test_demonstrations_of_another_spec_are_refused_naming_the_file_and_key(tmp_
     message = str(error.value)
     assert "behaviors.B.reward_signals.gail.demo_path" in message and "other.demo" in message
     with pytest.raises(ConfigError, match="behaviors.B.behavioral_cloning.demo_path"):
-        BehavioralCloning(
-            TorchPolicy(SPEC, SMALL, seed=0),
-            BehavioralCloningSettings(demo_path=str(demo)),
-            learning_rate=3e-4,
-            batch_size=8,
-            where="behaviors.B.behavioral_cloning",
-        )
+        cloning_from(demo)
 
 
 def test_a_demonstration_of_one_step_is_refused_before_training(tmp_path):
@@ -169,13 +174,7 @@ def test_a_demonstration_of_one_step_is_refused_before_training(tmp_path):
     with pytest.raises(ConfigError, match=r"behaviors.B.reward_signals.gail.demo_path: .*one.demo hold no transition"):
         GAILReward(SPEC, GAILSettings(demo_path=str(demo)), where="behaviors.B.reward_signals.gail")
     with pytest.raises(ConfigError, match="behaviors.B.behavioral_cloning.demo_path: .*hold no transition"):
-        BehavioralCloning(
-            TorchPolicy(SPEC, SMALL, seed=0),
-            BehavioralCloningSettings(demo_path=str(demo)),
-            learning_rate=3e-4,
-            batch_size=8,
-            where="behaviors.B.behavioral_cloning",
-        )
+        cloning_from(demo)
 
 
 def cloning(tmp_path, steps: int = 0, samples_per_update: int = 0, **kwargs) -> BehavioralCloning:

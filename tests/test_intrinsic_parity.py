@@ -13,11 +13,11 @@ import torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
 from processors import Trajectory
+from tests.fixtures.mlagents_0_28.pinned_values import weight_values
 from tests.support.parity import (
     assert_parameters_match,
     assert_stats_match,
     start_normalizers_like_mlagents,
-    weight_values,
 )
 from trainers.curiosity import CuriosityReward
 from trainers.reward_signals import SignalBatch

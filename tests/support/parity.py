@@ -1,10 +1,9 @@
 """What the parity tests against ML-Agents 0.28 share: the weights their fixture scripts give
-every parameter (``tests/fixtures/mlagents_0_28/make_*_parity.py`` repeat the formula: they run
-in ML-Agents' own environment, without this package), and ML-Agents' normaliser start."""
+every parameter (``tests/fixtures/mlagents_0_28/pinned_values.py``, which the scripts import
+too), ML-Agents' normaliser start, and the checks of an update's stats and parameters."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,14 +12,6 @@ import pytest
 import torch
 
 from trainers.networks import Normalizer
-
-
-def weight_values(name: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Distinct, non-zero, He-sized values for our parameter ``name`` of ``shape``."""
-    salt = sum(ord(c) for c in name) % 97
-    fan_in = shape[-1] if len(shape) > 1 else 10
-    k = np.arange(math.prod(shape), dtype=np.float64)
-    return (np.sin(0.71 * k + salt) * 1.5 / math.sqrt(fan_in)).reshape(shape).astype(np.float32)
 
 
 def start_normalizers_like_mlagents(module: torch.nn.Module) -> None:
