@@ -13,6 +13,7 @@ from tests.support.paths import MLAGENTS_CONFIGS
 from trainers.exceptions import ConfigError
 from trainers.settings import (
     GAILSettings,
+    POCASettings,
     RewardSignalType,
     RunOptions,
     UnsupportedFeatureError,
@@ -24,24 +25,15 @@ from trainers.settings import (
 
 CONFIGS = MLAGENTS_CONFIGS
 ALL_CONFIGS = sorted(CONFIGS.glob("*/*.yaml"))
-BUILTIN = frozenset({"ppo", "sac"})  # the trainer types agents-learn implements
+BUILTIN = frozenset({"ppo", "sac", "poca"})  # the trainer types agents-learn implements
 
 # Every example config of ML-Agents that needs something agents-learn lacks, and what.
 REFUSED = {
-    "poca/DungeonEscape.yaml": [
-        "behaviors.DungeonEscape.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-    ],
-    "poca/PushBlockCollab.yaml": [
-        "behaviors.PushBlockCollab.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-    ],
     "poca/SoccerTwos.yaml": [
-        "behaviors.SoccerTwos.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
         "behaviors.SoccerTwos.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
     ],
     "poca/StrikersVsGoalie.yaml": [
-        "behaviors.Goalie.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
         "behaviors.Goalie.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
-        "behaviors.Striker.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
         "behaviors.Striker.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
     ],
     "ppo/3DBall_randomize.yaml": [
@@ -61,6 +53,8 @@ ACCEPTED = [
     "imitation/Hallway.yaml",
     "imitation/PushBlock.yaml",
     "imitation/Pyramids.yaml",
+    "poca/DungeonEscape.yaml",
+    "poca/PushBlockCollab.yaml",
     "ppo/3DBall.yaml",
     "ppo/3DBallHard.yaml",
     "ppo/Basic.yaml",
@@ -98,9 +92,9 @@ def config_id(path: Path) -> str:
 
 def test_every_example_config_is_either_refused_or_accepted() -> None:
     assert sorted([*REFUSED, *ACCEPTED]) == [config_id(p) for p in ALL_CONFIGS]
-    assert all(name.startswith(("ppo/", "sac/", "imitation/")) for name in ACCEPTED)
     assert {name for name in REFUSED if name.startswith("poca/")} == {
-        config_id(p) for p in ALL_CONFIGS if config_id(p).startswith("poca/")
+        "poca/SoccerTwos.yaml",
+        "poca/StrikersVsGoalie.yaml",
     }
 
 
@@ -136,7 +130,7 @@ def test_raising_wrapper_lists_every_problem_together() -> None:
         require_capabilities(options, BUILTIN)
     assert isinstance(info.value, ConfigError)
     lines = str(info.value).splitlines()
-    assert lines[0] == "4 things in the run configuration are not supported yet:"
+    assert lines[0] == "2 things in the run configuration are not supported yet:"
     assert [line.strip() for line in lines[1:]] == REFUSED["poca/StrikersVsGoalie.yaml"]
 
 
@@ -150,13 +144,16 @@ def test_one_problem_is_one_line() -> None:
 
 
 def test_plugin_trainer_types_are_allowed_and_own_their_components() -> None:
-    plugin = {"behaviors": {"P": {"trainer_type": "poca", "reward_signals": {"curiosity": {}}}}}
-    # With a poca plugin installed, poca trains; its curiosity signal is the plugin's business.
-    assert check_capabilities(structure_run_options(plugin), {"ppo", "sac", "poca"}) == []
-    assert check_capabilities(structure_run_options(plugin), BUILTIN) == [
-        "behaviors.P.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
+    plugin = structure_run_options(
+        {"behaviors": {"P": {"trainer_type": "mappo", "reward_signals": {"curiosity": {}}}}},
+        hyperparameter_types={"mappo": POCASettings},
+    )
+    # With a mappo plugin installed, mappo trains; its curiosity signal is the plugin's business.
+    assert check_capabilities(plugin, {*BUILTIN, "mappo"}) == []
+    assert check_capabilities(plugin, BUILTIN) == [
+        "behaviors.P.trainer_type: 'mappo' has no trainer yet (available: poca, ppo, sac)",
         "behaviors.P.reward_signals.curiosity: the curiosity reward signal is not supported yet for trainer_type "
-        "poca (only extrinsic); remove it",
+        "mappo (only extrinsic); remove it",
     ]
     # Self-play is run-wide machinery: refused for plugin types too.
     soccer = load_run_options(CONFIGS / "poca/SoccerTwos.yaml")
@@ -176,7 +173,7 @@ def test_default_settings_are_checked_since_they_train_unlisted_behaviors() -> N
         }
     )
     assert check_capabilities(options, BUILTIN) == [
-        "default_settings.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
+        "default_settings.network_settings.memory: POCA with memory (an LSTM) is not supported yet; remove memory",
     ]
 
 

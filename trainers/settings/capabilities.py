@@ -45,12 +45,15 @@ from trainers.settings.schema import (
 from trainers.settings.text import short_repr
 
 # Trainer types implemented in agents-learn itself, whose components are known here.
-OWN_TRAINER_TYPES = frozenset({"ppo", "sac"})
+OWN_TRAINER_TYPES = frozenset({"ppo", "sac", "poca"})
 
 # Reward signals each built-in trainer implements.
 SUPPORTED_REWARD_SIGNALS = {
     "ppo": frozenset(RewardSignalType),
     "sac": frozenset(RewardSignalType),
+    # ML-Agents runs every signal with POCA (warning that only extrinsic is meant for it);
+    # the intrinsic ones and GAIL then reward each agent on its own observations.
+    "poca": frozenset(RewardSignalType),
 }
 # Signals that have networks of their own (their network_settings are used).
 NETWORK_SIGNALS = frozenset({RewardSignalType.CURIOSITY, RewardSignalType.RND, RewardSignalType.GAIL})
@@ -113,6 +116,8 @@ def _trainer_problems(where: str, settings: TrainerSettings, available: list[str
         yield (f"{where}.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section")
     if has_trainer and trainer_type not in OWN_TRAINER_TYPES:
         return  # a plugin's trainer: its reward signals and imitation are its own
+    if trainer_type == "poca" and settings.network_settings.memory is not None:
+        yield f"{where}.network_settings.memory: POCA with memory (an LSTM) is not supported yet; remove memory"
     supported = SUPPORTED_REWARD_SIGNALS.get(trainer_type, frozenset({RewardSignalType.EXTRINSIC}))
     for kind, signal in settings.reward_signals.items():
         path = f"{where}.reward_signals.{kind.value}"

@@ -1,0 +1,304 @@
+"""MA-POCA (``trainer_type: poca``): PPO's clipped surrogate with a centralised critic over the
+agent's group and a counterfactual baseline per agent, as ML-Agents 0.28 trains it.
+
+Per trajectory (:meth:`POCA.add`):
+
+* the critic (:class:`trainers.poca_networks.POCACritic`) estimates the group's value from every
+  member's observations and the agent's baseline from its own observation and its mates'
+  observations and actions, at every step;
+* each reward stream's lambda-return bootstraps from the group's value after the trajectory
+  (the agent's ``next_obs`` with its mates' current observations) unless the whole group's
+  episode is over: an agent that leaves its group early (it died, say) still gets credit for
+  what its group goes on to earn, which is what POCA is for;
+* the extrinsic reward is the agent's own reward plus its group reward plus its mates'
+  individual rewards at that step (ML-Agents sets ``add_groupmate_rewards`` for POCA);
+* a stream's advantage is its return minus the baseline; the streams' advantages are
+  averaged (PPO sums them) and normalised over the buffer at the update.
+
+The update minimises ``policy loss + 0.5 * (value loss + 0.5 * baseline loss) - beta *
+entropy`` over ``num_epoch`` passes of shuffled minibatches, the value and baseline losses
+clipped around their old estimates as PPO's value loss, with PPO's schedules. The actor is
+PPO's, decentralised: each agent acts on its own observations, so the exported ONNX model is
+exactly PPO's and Unity runs it per agent.
+
+Reported beside PPO's tags: ``Losses/Baseline Loss``, ``Policy/<Signal> Baseline Estimate``,
+and ``Environment/Group Cumulative Reward`` (each agent's sum of group rewards over its
+episode, reported when the group's episode ends: agents that left early are not counted).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from mlagents_envs.base_env import BehaviorSpec
+
+from processors.trajectory import Trajectory
+from stats import StatsAggregationMethod, StatsReporter
+from trainers import seeding
+from trainers.behavioral_cloning import behavioral_cloning_for
+from trainers.exceptions import ConfigError
+from trainers.poca_buffer import POCABatch, POCABuffer
+from trainers.poca_networks import GroupObservations, POCACritic
+from trainers.policy import TorchPolicy
+from trainers.ppo import MIN_BETA, MIN_EPSILON, MIN_LEARNING_RATE
+from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae
+from trainers.reward_signal_factory import create_reward_signals
+from trainers.reward_signals import EpisodeSignalRewards, signal_tag
+from trainers.seeding import Stream
+from trainers.sequences import masked_mean
+from trainers.settings import POCASettings, TrainerSettings
+
+GROUP_CUMULATIVE_REWARD = "Environment/Group Cumulative Reward"
+
+
+class POCA:
+    """MA-POCA for one behavior (an :class:`trainers.algorithm.Algorithm`)."""
+
+    updates_between_trajectories = False  # as PPO: the buffer takes every queued trajectory
+
+    def __init__(
+        self,
+        *,
+        behavior_name: str,
+        behavior_spec: BehaviorSpec,
+        settings: TrainerSettings,
+        stats_reporter: StatsReporter,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+    ):
+        hyperparameters = settings.hyperparameters
+        if not isinstance(hyperparameters, POCASettings):
+            raise ConfigError(f"behaviors.{behavior_name}.hyperparameters: POCA settings expected")
+        if settings.network_settings.memory is not None:
+            raise ConfigError(f"behaviors.{behavior_name}.network_settings.memory: POCA has no memory yet")
+        self.hyperparameters: POCASettings = hyperparameters
+        self.settings = settings
+        self.stats_reporter = stats_reporter
+        self.policy = TorchPolicy(behavior_spec, settings.network_settings, seed=seed, device=device)
+        self.device = self.policy.device
+        self.reward_signals = create_reward_signals(
+            behavior_name, settings, behavior_spec, seed=seed, device=device, add_groupmate_rewards=True
+        )
+        self._training_signals = [signal for signal in self.reward_signals if signal.trains]
+        stream_names = [signal.name for signal in self.reward_signals]
+        self._value_tags = [signal_tag(name, "Value Estimate") for name in stream_names]
+        self._baseline_tags = [signal_tag(name, "Baseline Estimate") for name in stream_names]
+        self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
+        self._group_rewards: dict[str, float] = {}  # agent id -> group reward of its episode so far
+        self.critic = POCACritic(
+            behavior_spec.observation_specs,
+            settings.network_settings,
+            behavior_spec.action_spec,
+            stream_names,
+            generator=seeding.generator(seed, Stream.CRITIC_INIT),
+        ).to(self.device)
+        parameters = [*self.policy.actor.parameters(), *self.critic.parameters()]
+        self.optimizer = torch.optim.Adam(parameters, lr=hyperparameters.learning_rate)
+        self._shuffle = seeding.generator(seed, Stream.SHUFFLE)
+        self.buffer = POCABuffer(
+            [tuple(spec.shape) for spec in behavior_spec.observation_specs],
+            self.policy.continuous_size,
+            self.policy.discrete_branches,
+            len(self.reward_signals),
+            capacity=hyperparameters.buffer_size + settings.time_horizon,
+            next_obs=bool(self._training_signals),
+        )
+        self.cloning = behavioral_cloning_for(behavior_name, self.policy, settings, sequence_length=1, seed=seed)
+
+    # ------------------------------------------------------------------ experience
+
+    def _group_tensors(self, trajectory: Trajectory) -> GroupObservations:
+        """The trajectory's mates as tensors (no mates: zero columns)."""
+        mates, t, device = trajectory.groupmates, trajectory.length, self.device
+        if mates is None:
+            c, b = self.policy.continuous_size, len(self.policy.discrete_branches)
+            return GroupObservations(
+                [torch.zeros((t, 0, *o.shape[1:]), device=device) for o in trajectory.obs],
+                torch.zeros((t, 0), dtype=torch.bool, device=device),
+                torch.zeros((t, 0, c), device=device),
+                torch.zeros((t, 0, b), dtype=torch.int64, device=device),
+            )
+        return GroupObservations(
+            [self._obs_tensor(o) for o in mates.obs],
+            torch.as_tensor(mates.present, device=device),
+            torch.as_tensor(mates.continuous_actions, device=device),
+            torch.as_tensor(mates.discrete_actions, dtype=torch.int64, device=device),
+        )
+
+    def _obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(obs if obs.dtype == np.uint8 else np.asarray(obs, np.float32), device=self.device)
+
+    def _next_values(self, trajectory: Trajectory) -> dict[str, torch.Tensor]:
+        """The group's value after the trajectory: the agent's next observation with its
+        mates' current ones."""
+        mates = trajectory.groupmates
+        next_obs = [self._obs_tensor(o[None]) for o in trajectory.next_obs]
+        count = 0 if mates is None else int(mates.next_obs[0].shape[0])
+        device = self.device
+        group = GroupObservations(
+            [self._obs_tensor(o[None]) for o in mates.next_obs]
+            if mates is not None
+            else [torch.zeros((1, 0, *o.shape[1:]), device=device) for o in trajectory.obs],
+            torch.ones((1, count), dtype=torch.bool, device=device),
+            torch.zeros((1, count, self.policy.continuous_size), device=device),
+            torch.zeros((1, count, len(self.policy.discrete_branches)), dtype=torch.int64, device=device),
+        )
+        return self.critic.values(next_obs, group)
+
+    def add(self, trajectory: Trajectory) -> None:
+        if self.settings.network_settings.normalize:
+            self.policy.update_normalization(trajectory.obs)
+            self.critic.update_normalization(self.policy.obs_to_tensors(trajectory.obs))
+        obs = self.policy.obs_to_tensors(trajectory.obs)
+        group = self._group_tensors(trajectory)
+        with torch.no_grad():
+            values = self.critic.values(obs, group)
+            baselines = self.critic.baselines(obs, group)
+            next_values = self._next_values(trajectory)
+        group_over = trajectory.done_reached and trajectory.all_group_dones_reached
+        terminated = group_over and not bool(trajectory.interrupted[-1])
+        streams = len(self.reward_signals)
+        t = trajectory.length
+        advantages = np.zeros((t, streams), np.float32)
+        returns = np.zeros((t, streams), np.float32)
+        value_columns = np.zeros((t, streams), np.float32)
+        baseline_columns = np.zeros((t, streams), np.float32)
+        for i, signal in enumerate(self.reward_signals):
+            value = values[signal.name].cpu().numpy()
+            baseline = baselines[signal.name].cpu().numpy()
+            rewards = signal.rewards(trajectory)
+            _, returns[:, i] = gae(
+                rewards,
+                value,
+                float(next_values[signal.name][0]),
+                terminated and not signal.ignore_done,
+                signal.gamma,
+                self.hyperparameters.lambd,
+            )
+            advantages[:, i] = returns[:, i] - baseline
+            value_columns[:, i], baseline_columns[:, i] = value, baseline
+            self.stats_reporter.add_stat(self._value_tags[i], float(value.mean()))
+            self.stats_reporter.add_stat(self._baseline_tags[i], float(baseline.mean()))
+            self._episode_rewards.add(trajectory, signal.name, rewards)
+        self._report_group_reward(trajectory, group_over)
+        self.buffer.append(trajectory, advantages.mean(axis=1), returns, value_columns, baseline_columns)
+
+    def _report_group_reward(self, trajectory: Trajectory, group_over: bool) -> None:
+        agent = trajectory.agent_id
+        total = self._group_rewards.pop(agent, 0.0) + float(trajectory.group_rewards.sum())
+        if not trajectory.done_reached:
+            self._group_rewards[agent] = total
+        elif group_over:
+            self.stats_reporter.add_stats(GROUP_CUMULATIVE_REWARD, np.array([total]), StatsAggregationMethod.HISTOGRAM)
+
+    def ready(self) -> bool:
+        return len(self.buffer) > self.hyperparameters.buffer_size
+
+    # ------------------------------------------------------------------ update
+
+    def schedules(self, step: int) -> tuple[float, float, float]:
+        """(learning rate, beta, epsilon) at trainer step ``step``."""
+        hp, max_steps = self.hyperparameters, self.settings.max_steps
+        learning_rate = decayed_value(hp.learning_rate_schedule, hp.learning_rate, MIN_LEARNING_RATE, step, max_steps)
+        beta = decayed_value(hp.beta_schedule, hp.beta, MIN_BETA, step, max_steps)
+        epsilon = decayed_value(hp.epsilon_schedule, hp.epsilon, MIN_EPSILON, step, max_steps)
+        return learning_rate, beta, epsilon
+
+    def update(self, step: int) -> dict[str, float]:
+        learning_rate, beta, epsilon = self.schedules(step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        batch = self.buffer.to_batch(self.device)
+        size = len(self.buffer)
+        per_minibatch = min(max(self.hyperparameters.batch_size, 1), size)
+        minibatches = size // per_minibatch
+        losses: dict[str, list[torch.Tensor]] = {"policy": [], "value": [], "baseline": []}
+        signal_stats: dict[str, list[float]] = {}
+        self.policy.actor.train()
+        for _ in range(self.hyperparameters.num_epoch):
+            order = torch.randperm(size, generator=self._shuffle).to(self.device)
+            for i in range(minibatches):
+                minibatch = batch.take(order[i * per_minibatch : (i + 1) * per_minibatch])
+                policy_loss, value_loss, baseline_loss, loss = self.losses(minibatch, beta, epsilon)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                self.optimizer.step()
+                losses["policy"].append(policy_loss.detach())
+                losses["value"].append(value_loss.detach())
+                losses["baseline"].append(baseline_loss.detach())
+                for signal in self._training_signals:
+                    for tag, value in signal.update(minibatch.agent.signal_batch()).items():
+                        signal_stats.setdefault(tag, []).append(value)
+        self.policy.actor.eval()
+        self.buffer.clear()
+        stats = {
+            "Losses/Policy Loss": float(torch.stack(losses["policy"]).abs().mean()),
+            "Losses/Value Loss": float(torch.stack(losses["value"]).mean()),
+            "Losses/Baseline Loss": float(torch.stack(losses["baseline"]).mean()),
+            "Policy/Learning Rate": learning_rate,
+            "Policy/Epsilon": epsilon,
+            "Policy/Beta": beta,
+        }
+        stats.update({tag: float(np.mean(values)) for tag, values in signal_stats.items()})
+        if self.cloning is not None:
+            stats.update(self.cloning.update(step))
+        return stats
+
+    def losses(
+        self, batch: POCABatch, beta: float, epsilon: float
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(policy loss, value loss, baseline loss, the loss to minimise) on ``batch``."""
+        agent = batch.agent
+        continuous_log_probs, discrete_log_probs, entropy = self.policy.actor.evaluate_actions(
+            list(agent.obs), agent.action_masks, agent.continuous_actions, agent.discrete_actions
+        )
+        log_probs = torch.cat([continuous_log_probs, discrete_log_probs], dim=1)
+        values = self.critic.values(list(agent.obs), batch.group)
+        baselines = self.critic.baselines(list(agent.obs), batch.group)
+        value_loss = torch.stack(
+            [
+                clipped_value_loss(values[signal.name], agent.old_values[:, i], agent.returns[:, i], epsilon, None)
+                for i, signal in enumerate(self.reward_signals)
+            ]
+        ).mean()
+        baseline_loss = torch.stack(
+            [
+                clipped_value_loss(
+                    baselines[signal.name], batch.old_baselines[:, i], agent.returns[:, i], epsilon, None
+                )
+                for i, signal in enumerate(self.reward_signals)
+            ]
+        ).mean()
+        policy_loss = clipped_surrogate_loss(log_probs, agent.old_log_probs, agent.advantages, epsilon, None)
+        loss = policy_loss + 0.5 * (value_loss + 0.5 * baseline_loss) - beta * masked_mean(entropy, None)
+        return policy_loss, value_loss, baseline_loss, loss
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "actor": self.policy.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "shuffle_rng": self._shuffle.get_state(),
+        }
+        signals = {signal.name: signal.state() for signal in self.reward_signals}
+        if any(signals.values()):
+            state["reward_signals"] = signals
+        if self.cloning is not None:
+            state["behavioral_cloning"] = self.cloning.state()
+        return state
+
+    def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
+        self.policy.actor.load_state_dict(state["actor"], strict=True)
+        self.critic.load_state_dict(state["critic"], strict=True)
+        for signal in self.reward_signals:
+            signal.load(state.get("reward_signals", {}).get(signal.name, {}))
+        if not weights_only:
+            self.optimizer.load_state_dict(state["optimizer"])
+            self._shuffle.set_state(state["shuffle_rng"])
+            if self.cloning is not None and "behavioral_cloning" in state:
+                self.cloning.load(state["behavioral_cloning"])
