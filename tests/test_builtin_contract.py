@@ -93,6 +93,40 @@ def test_random_steps_and_resets_keep_the_contract(name):
     env.close()
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(num_teams=2),
+        dict(num_teams=2, asymmetric=1, discrete_branches=1),
+        dict(num_agents=3, max_step=4, step_size=0.5),
+        dict(num_agents=2, num_teams=2, continuous_size=0, discrete_branches=2, step_size=0.5, memory=1),
+    ],
+)
+def test_simple_teams_and_groups_keep_the_contract(options):
+    env = make_env("Simple", seed=3, num_areas=3, **options)
+    checker = StepChecker(env)
+    checker.after_reset()
+    policy = uniform_policy(env)
+    for _ in range(2):
+        rollout(env, policy, 100, checker=checker)
+        env.reset()
+        checker.after_reset()
+    assert checker.terminals > 0
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_ungrouped_envs_report_zero_group_ids_and_rewards(name):
+    env = make_env(name, seed=1, num_areas=2, env_parameters=SHORT_EPISODES.get(name))
+    policy = uniform_policy(env)
+    for _ in range(100):
+        for behavior in list(env.behavior_specs):
+            decision, terminal = env.get_steps(behavior)
+            for steps in (decision, terminal):
+                assert steps.group_id.tolist() == [0] * len(steps) and steps.group_reward.tolist() == [0.0] * len(steps)
+            env.set_actions(behavior, policy(behavior, decision))
+        env.step()
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_same_seed_same_steps_and_other_worker_differs(name):
     # Simple's and Hallway's only randomness is each episode's goal or cue (one of 2): 8 agents
