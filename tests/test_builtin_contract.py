@@ -358,3 +358,44 @@ def test_checker_catches_an_empty_step():
     checker.known = dict(env.behavior_specs)  # the behavior arrived earlier
     with pytest.raises(ContractViolation, match="without any decision or terminal row"):
         checker.after_step()
+
+
+def test_group_ids_and_group_rewards_are_published_and_zeroed_when_reported():
+    def script(env, tick):
+        slots = np.arange(2)
+        env.agents.add_group_reward(slots, [0.5, 0.25])
+        env.agents.add_group_reward(np.array([0, 0]), 1.0)  # repeated slots add up
+        env.agents.reward[:] += 0.1
+        if tick == 2:
+            env.agents.end(slots[1:], [np.zeros((1, 1), np.float32)], np.zeros(1, bool))
+            env.agents.remove(slots[1:])
+            env.agents.decide(slots[:1], [np.zeros((1, 1), np.float32)])
+        else:
+            env.agents.decide(slots[env.agents.active], [np.zeros((int(env.agents.active.sum()), 1), np.float32)])
+
+    env = _FakeEnv(script)
+    env.agents.set_group(np.arange(2), 7)
+    decision = env.get_steps("Fake?team=0")[0]
+    assert decision.group_id.tolist() == [0, 0] and decision.group_reward.tolist() == [0.0, 0.0]
+    env.step()
+    decision = env.get_steps("Fake?team=0")[0]
+    assert decision.group_id.tolist() == [7, 7] and decision.group_reward.tolist() == [2.5, 0.25]
+    env.step()
+    decision, terminal = env.get_steps("Fake?team=0")
+    assert decision.group_reward.tolist() == [2.5] and decision.group_id.tolist() == [7]
+    assert terminal.group_reward.tolist() == [0.25] and terminal.group_id.tolist() == [7]
+    assert terminal.group_id.dtype == np.int32 and terminal.group_reward.dtype == np.float32
+
+
+def test_a_behavior_can_be_published_for_team_one():
+    class TeamOne(_FakeEnv):
+        def _setup(self):
+            from mlagents_envs.base_env import BehaviorSpec
+
+            from envs.builtin._core import action_spec_discrete, vector_obs_spec
+
+            spec = BehaviorSpec([vector_obs_spec(1)], action_spec_discrete(2))
+            self.agents = self._add_behavior("Fake", spec, 2, team=1)
+
+    env = TeamOne(lambda env, tick: None)
+    assert list(env.behavior_specs) == ["Fake?team=1"]
