@@ -93,6 +93,40 @@ def test_random_steps_and_resets_keep_the_contract(name):
     env.close()
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(num_teams=2),
+        dict(num_teams=2, asymmetric=1, discrete_branches=1),
+        dict(num_agents=3, max_step=4, step_size=0.5),
+        dict(num_agents=2, num_teams=2, continuous_size=0, discrete_branches=2, step_size=0.5, memory=1),
+    ],
+)
+def test_simple_teams_and_groups_keep_the_contract(options):
+    env = make_env("Simple", seed=3, num_areas=3, **options)
+    checker = StepChecker(env)
+    checker.after_reset()
+    policy = uniform_policy(env)
+    for _ in range(2):
+        rollout(env, policy, 100, checker=checker)
+        env.reset()
+        checker.after_reset()
+    assert checker.terminals > 0
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_ungrouped_envs_report_zero_group_ids_and_rewards(name):
+    env = make_env(name, seed=1, num_areas=2, env_parameters=SHORT_EPISODES.get(name))
+    policy = uniform_policy(env)
+    for _ in range(100):
+        for behavior in list(env.behavior_specs):
+            decision, terminal = env.get_steps(behavior)
+            for steps in (decision, terminal):
+                assert steps.group_id.tolist() == [0] * len(steps) and steps.group_reward.tolist() == [0.0] * len(steps)
+            env.set_actions(behavior, policy(behavior, decision))
+        env.step()
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_same_seed_same_steps_and_other_worker_differs(name):
     # Simple's and Hallway's only randomness is each episode's goal or cue (one of 2): 8 agents
@@ -324,3 +358,44 @@ def test_checker_catches_an_empty_step():
     checker.known = dict(env.behavior_specs)  # the behavior arrived earlier
     with pytest.raises(ContractViolation, match="without any decision or terminal row"):
         checker.after_step()
+
+
+def test_group_ids_and_group_rewards_are_published_and_zeroed_when_reported():
+    def script(env, tick):
+        slots = np.arange(2)
+        env.agents.add_group_reward(slots, [0.5, 0.25])
+        env.agents.add_group_reward(np.array([0, 0]), 1.0)  # repeated slots add up
+        env.agents.reward[:] += 0.1
+        if tick == 2:
+            env.agents.end(slots[1:], [np.zeros((1, 1), np.float32)], np.zeros(1, bool))
+            env.agents.remove(slots[1:])
+            env.agents.decide(slots[:1], [np.zeros((1, 1), np.float32)])
+        else:
+            env.agents.decide(slots[env.agents.active], [np.zeros((int(env.agents.active.sum()), 1), np.float32)])
+
+    env = _FakeEnv(script)
+    env.agents.set_group(np.arange(2), 7)
+    decision = env.get_steps("Fake?team=0")[0]
+    assert decision.group_id.tolist() == [0, 0] and decision.group_reward.tolist() == [0.0, 0.0]
+    env.step()
+    decision = env.get_steps("Fake?team=0")[0]
+    assert decision.group_id.tolist() == [7, 7] and decision.group_reward.tolist() == [2.5, 0.25]
+    env.step()
+    decision, terminal = env.get_steps("Fake?team=0")
+    assert decision.group_reward.tolist() == [2.5] and decision.group_id.tolist() == [7]
+    assert terminal.group_reward.tolist() == [0.25] and terminal.group_id.tolist() == [7]
+    assert terminal.group_id.dtype == np.int32 and terminal.group_reward.dtype == np.float32
+
+
+def test_a_behavior_can_be_published_for_team_one():
+    class TeamOne(_FakeEnv):
+        def _setup(self):
+            from mlagents_envs.base_env import BehaviorSpec
+
+            from envs.builtin._core import action_spec_discrete, vector_obs_spec
+
+            spec = BehaviorSpec([vector_obs_spec(1)], action_spec_discrete(2))
+            self.agents = self._add_behavior("Fake", spec, 2, team=1)
+
+    env = TeamOne(lambda env, tick: None)
+    assert list(env.behavior_specs) == ["Fake?team=1"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from mlagents_envs.base_env import ActionTuple, DimensionProperty, ObservationType
+from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 
 from envs.builtin import make_env
 from envs.builtin.checks import StepChecker, random_action, rollout
@@ -297,5 +298,171 @@ def test_memory_off_by_default_and_hidden_variable_length_rows_are_empty():
     ],
 )
 def test_bad_memory_var_len_and_goal_options_name_the_option(options, word):
+    with pytest.raises(ValueError, match=word):
+        make_env("Simple", seed=0, **options)
+
+
+# ---- teams (ML-Agents' test_simple_ghost / test_simple_asymm_ghost) ------------------------------
+
+
+def toward(goal_sign: dict[int, float], env, name: str, decision) -> ActionTuple:
+    """Continuous moves: agent id -> multiple of its goal (0 when not listed)."""
+    agents = env._behaviors[name]
+    rows = [int(np.flatnonzero(agents.ids == agent_id)[0]) for agent_id in decision.agent_id.tolist()]
+    offset = env._teams.index(agents) * env._n_slots
+    moves = [goal_sign.get(agent_id, 0.0) * env._goal[offset + row] for agent_id, row in zip(decision.agent_id, rows)]
+    return ActionTuple(continuous=np.array(moves, np.float32).reshape(-1, 1))
+
+
+def test_two_teams_are_two_behavior_ids_of_one_name_each_solving_its_own_task():
+    env = make_env("Simple", seed=0, num_areas=2, num_teams=2, step_size=1.0)
+    assert list(env.behavior_specs) == ["Simple?team=0", "Simple?team=1"]
+    assert env.behavior_specs["Simple?team=0"] == env.behavior_specs["Simple?team=1"]
+    first, second = (env.get_steps(n)[0] for n in env.behavior_specs)
+    assert first.agent_id.tolist() == [0, 1] and second.agent_id.tolist() == [2, 3]
+    assert first.group_id.tolist() == [0, 0] and second.group_reward.tolist() == [0.0, 0.0]
+    # team 0 reaches its goals, team 1 the other ends
+    env.set_actions("Simple?team=0", toward({0: 1.0, 1: 1.0}, env, "Simple?team=0", first))
+    env.set_actions("Simple?team=1", toward({2: -1.0, 3: -1.0}, env, "Simple?team=1", second))
+    env.step()
+    (d0, t0), (d1, t1) = env.get_steps("Simple?team=0"), env.get_steps("Simple?team=1")
+    assert t0.agent_id.tolist() == [0, 1] and t1.agent_id.tolist() == [2, 3]
+    assert t0.reward == pytest.approx([SUCCESS_REWARD] * 2) and t1.reward == pytest.approx([-SUCCESS_REWARD] * 2)
+    assert d0.agent_id.tolist() == [4, 5] and d1.agent_id.tolist() == [6, 7]
+    assert list(env.episode_returns_by_behavior) == ["Simple?team=0", "Simple?team=1"]
+    assert env.episode_returns_by_behavior["Simple?team=0"] == pytest.approx([1.06, 1.06])
+    assert env.episode_returns_by_behavior["Simple?team=1"] == pytest.approx([-1.06, -1.06])
+    assert env.episode_returns == pytest.approx([1.06, 1.06, -1.06, -1.06])
+
+
+def test_asymmetric_teams_are_two_behavior_names():
+    env = make_env("Simple", seed=0, env_parameters={"num_teams": 2, "asymmetric": 1})
+    assert list(env.behavior_specs) == ["Simple?team=0", "SimpleOpp?team=1"]
+    assert env.get_steps("SimpleOpp?team=1")[0].agent_id.tolist() == [1]
+    returns = rollout(env, lambda n, d: ActionTuple(continuous=d.obs[0].copy()), 12)  # 5 decisions an episode
+    for name in ("Simple?team=0", "SimpleOpp?team=1"):
+        assert returns.returns[name] == pytest.approx([1.02, 1.02])
+        assert env.episode_returns_by_behavior[name] == pytest.approx([1.02, 1.02])
+
+
+def test_one_team_keeps_its_single_behavior():
+    env = make_env("Simple", seed=0)
+    assert list(env.behavior_specs) == [SIMPLE] and env.episode_returns_by_behavior == {SIMPLE: []}
+
+
+# ---- num_agents (ML-Agents' MultiAgentEnvironment, test_simple_poca) ----------------------------
+
+
+def steps_of(env, name=SIMPLE) -> tuple:
+    """(decision ids, rewards, group ids, group rewards), (terminal ids, rewards, group ids,
+    group rewards, interrupted), rounded."""
+    decision, terminal = env.get_steps(name)
+    r = lambda a: np.round(a.astype(np.float64), 5).tolist()  # noqa: E731
+    return (
+        (decision.agent_id.tolist(), r(decision.reward), decision.group_id.tolist(), r(decision.group_reward)),
+        (
+            terminal.agent_id.tolist(),
+            r(terminal.reward),
+            terminal.group_id.tolist(),
+            r(terminal.group_reward),
+            terminal.interrupted.tolist(),
+        ),
+    )
+
+
+def act(env, moves: dict[int, float], name=SIMPLE) -> None:
+    env.set_actions(name, toward(moves, env, name, env.get_steps(name)[0]))
+    env.step()
+
+
+def test_group_agents_leave_one_by_one_and_the_last_gets_the_group_reward():
+    env = make_env("Simple", seed=0, num_agents=3, step_size=1.0)
+    assert steps_of(env) == (([0, 1, 2], [0.0] * 3, [1, 1, 1], [0.0] * 3), ([], [], [], [], []))
+    act(env, {0: 1.0})  # agent 0 reaches its goal first: it leaves with min(-0.01, 1.06)
+    assert steps_of(env) == (([1, 2], [-0.01, -0.01], [1, 1], [0.0, 0.0]), ([0], [-0.01], [1], [0.0], [False]))
+    act(env, {1: -1.0})  # agent 1 reaches the wrong end: it leaves with -1.06
+    assert steps_of(env) == (([2], [-0.01], [1], [0.0]), ([1], [-1.06], [1], [0.0], [False]))
+    act(env, {2: 0.5})  # half-way to the goal: no end yet
+    assert steps_of(env) == (([2], [-0.01], [1], [0.0]), ([], [], [], [], []))
+    act(env, {2: 1.0})  # the last agent: reward 0, group reward its own 1.06; the group restarts
+    assert steps_of(env) == (([3, 4, 5], [0.0] * 3, [1, 1, 1], [0.0] * 3), ([2], [0.0], [1], [1.06], [False]))
+    assert env.episode_returns == pytest.approx([1.06, -1.06, 1.06])
+    assert env.get_and_reset_stats()["Simple/Episode Return"] == [
+        (pytest.approx(v), StatsAggregationMethod.AVERAGE) for v in (1.06, -1.06, 1.06)
+    ]
+
+
+def test_group_finishing_together_the_highest_slot_is_last_and_areas_are_separate_groups():
+    env = make_env("Simple", seed=0, num_areas=2, num_agents=2, step_size=1.0)
+    assert steps_of(env)[0] == ([0, 1, 2, 3], [0.0] * 4, [1, 1, 2, 2], [0.0] * 4)
+    act(env, {0: -1.0, 1: 1.0, 2: 1.0})  # area 1 ends together; in area 2 agent 2 leaves
+    decision, terminal = steps_of(env)
+    assert terminal == ([0, 1, 2], [-1.06, 0.0, -0.01], [1, 1, 2], [0.0, 1.06, 0.0], [False] * 3)
+    assert decision == ([4, 5, 3], [0.0, 0.0, -0.01], [1, 1, 2], [0.0] * 3)  # slot order
+    assert env.episode_returns == pytest.approx([-1.06, 1.06, 1.06])
+    act(env, {3: 1.0, 4: 1.0, 5: 1.0})
+    decision, terminal = steps_of(env)
+    assert terminal == ([4, 5, 3], [-0.01, 0.0, 0.0], [1, 1, 2], [0.0, 1.06, 1.06], [False] * 3)
+    assert decision == ([6, 7, 8, 9], [0.0] * 4, [1, 1, 2, 2], [0.0] * 4)
+
+
+def test_group_max_step_interrupts_the_agents_left():
+    env = make_env("Simple", seed=0, num_agents=2, step_size=1.0, max_step=3)
+    act(env, {0: 1.0})
+    act(env, {})
+    assert steps_of(env) == (([1], [-0.01], [1], [0.0]), ([], [], [], [], []))
+    act(env, {})  # third decision of agent 1: interrupted, the group restarts
+    assert steps_of(env) == (([2, 3], [0.0, 0.0], [1, 1], [0.0, 0.0]), ([1], [-0.01], [1], [0.0], [True]))
+    assert env.episode_returns == pytest.approx([1.06, -0.03])  # a finishing reward; a return
+
+
+def test_groups_with_two_teams_and_discrete_actions():
+    env = make_env(
+        "Simple", seed=1, num_areas=2, num_agents=2, num_teams=2, continuous_size=2, discrete_branches=2, step_size=1.0
+    )
+    for name, groups in (("Simple?team=0", [1, 1, 2, 2]), ("Simple?team=1", [3, 3, 4, 4])):
+        assert env.get_steps(name)[0].group_id.tolist() == groups
+    checker = StepChecker(env)
+    checker.after_reset()
+    returns = rollout(env, toward_goal(1.0), 3, checker=checker)  # every agent finishes at once
+    for name in env.behavior_specs:
+        terminal_rewards = env.get_steps(name)[1]
+        assert terminal_rewards.group_reward.tolist() == pytest.approx([0.0, SUCCESS_REWARD] * 2)
+        assert terminal_rewards.reward.tolist() == pytest.approx([-0.01, 0.0] * 2)
+        assert returns.returns[name] == pytest.approx([-0.01, 0.0] * 6)
+    assert env.episode_returns_by_behavior["Simple?team=1"] == pytest.approx([1.06] * 12)
+
+
+def test_groups_with_visual_observations():
+    env = make_env("Simple", seed=1, num_agents=3, num_visual=1, vis_obs_size=(4, 4, 1), step_size=1.0)
+    act(env, {0: 1.0})
+    decision, terminal = env.get_steps(SIMPLE)
+    assert [o.shape for o in decision.obs] == [(2, 1), (2, 4, 4, 1)]
+    assert [o.shape for o in terminal.obs] == [(1, 1), (1, 4, 4, 1)]
+    assert terminal.obs[1].ravel().tolist() == [env._goal[0]] * 16
+
+
+def test_groups_with_memory_hide_the_goal_per_agent():
+    env = make_env("Simple", seed=2, num_agents=2, memory=True)
+    goals = env._goal.copy()
+    for _ in range(3):
+        act(env, {0: 0.1, 1: 0.1})
+    assert not env.get_steps(SIMPLE)[0].obs[0].any()
+    env = make_env("Simple", seed=2, num_agents=2, memory=True)
+    assert env.get_steps(SIMPLE)[0].obs[0][:, 0].tolist() == goals.tolist()
+
+
+@pytest.mark.parametrize(
+    "options, word",
+    [
+        (dict(num_teams=3), "num_teams"),
+        (dict(num_teams=0), "num_teams"),
+        (dict(asymmetric=1), "asymmetric"),
+        (dict(num_teams=2, asymmetric=2), "asymmetric"),
+        (dict(num_agents=0), "num_agents"),
+        (dict(env_parameters={"num_agents": 2.5}), "num_agents"),
+    ],
+)
+def test_bad_team_and_group_options_name_the_option(options, word):
     with pytest.raises(ValueError, match=word):
         make_env("Simple", seed=0, **options)

@@ -11,7 +11,10 @@ A built-in environment behaves like a Unity build seen through ``mlagents_envs``
   not decide; their rewards accumulate until they next report (decision or terminal);
 - ``step()`` keeps simulating until some agent of some behavior reports (decides or ends an
   episode): a step where nothing is reported is never returned, as Unity never sends one;
-- agents that decided but got no action act with zeros, as ``UnityEnvironment`` sends.
+- agents that decided but got no action act with zeros, as ``UnityEnvironment`` sends;
+- an agent in a multi-agent group (Unity's ``SimpleMultiAgentGroup``) reports its group's id
+  (nonzero; 0 means no group) and the group reward given to it since it last reported, in the
+  ``group_id`` and ``group_reward`` arrays; an ungrouped environment reports zeros in both.
 
 Subclasses hold their simulation state in numpy arrays indexed by *slot* (one slot per agent
 position; a slot holds one agent at a time) and implement ``_reset_world`` and ``_advance``.
@@ -136,8 +139,12 @@ class BehaviorAgents:
     """The agents of one behavior, held in ``n_slots`` slots, and the steps they last reported.
 
     Arrays indexed by slot:
-      ids:        [N] int32, the current episode's agent id, -1 where the slot is empty
-      reward:     [N] float32, reward accumulated since the agent last reported
+      ids:          [N] int32, the current episode's agent id, -1 where the slot is empty
+      reward:       [N] float32, reward accumulated since the agent last reported
+      group_id:     [N] int32, the group of the slot's agent, 0 for none; a property of the
+                    slot (set with ``set_group``), kept across episodes, ``start``, ``remove``
+                    and ``clear``, as a Unity agent re-registers with the same group
+      group_reward: [N] float32, group reward accumulated since the agent last reported
       continuous: [N, c] float32, the action the agent acts with (held between decisions)
       discrete:   [N, d] int32, likewise
     ``decided`` lists, in row order, the slots of the DecisionSteps published last.
@@ -159,6 +166,8 @@ class BehaviorAgents:
         action_spec = spec.action_spec
         self.ids = np.full(n_slots, -1, dtype=np.int32)
         self.reward = np.zeros(n_slots, dtype=np.float32)
+        self.group_id = np.zeros(n_slots, dtype=np.int32)
+        self.group_reward = np.zeros(n_slots, dtype=np.float32)
         self.continuous = np.zeros((n_slots, action_spec.continuous_size), dtype=np.float32)
         self.discrete = np.zeros((n_slots, action_spec.discrete_size), dtype=np.int32)
         self.decided = np.zeros(0, dtype=np.intp)
@@ -168,12 +177,16 @@ class BehaviorAgents:
             np.zeros(0, np.float32),
             np.zeros(0, np.int32),
             np.zeros((0, int(sum(action_spec.discrete_branches))), dtype=bool),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.float32),
         )
         self._empty_terminal = self._terminal_steps(
             [np.zeros((0,) + o.shape, np.float32) for o in spec.observation_specs],
             np.zeros(0, np.float32),
             np.zeros(0, bool),
             np.zeros(0, np.int32),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.float32),
         )
         self.decision_steps = self._empty_decision
         self.terminal_steps = self._empty_terminal
@@ -199,6 +212,7 @@ class BehaviorAgents:
         self.begin_tick()
         self.ids[:] = -1
         self.reward[:] = 0.0
+        self.group_reward[:] = 0.0
         self.continuous[:] = 0.0
         self.discrete[:] = 0
 
@@ -208,6 +222,7 @@ class BehaviorAgents:
             return
         self.ids[slots] = self._id_source.take(len(slots))
         self.reward[slots] = 0.0
+        self.group_reward[slots] = 0.0
         self.continuous[slots] = 0.0
         self.discrete[slots] = 0
 
@@ -215,11 +230,24 @@ class BehaviorAgents:
         """Empty ``slots``: their agents are gone (report their terminal step first)."""
         self.ids[slots] = -1
         self.reward[slots] = 0.0
+        self.group_reward[slots] = 0.0
         self.continuous[slots] = 0.0
         self.discrete[slots] = 0
 
+    def set_group(self, slots: np.ndarray, group_ids: int | np.ndarray) -> None:
+        """Put ``slots`` in group ``group_ids`` (one int for all, or [len(slots)] ints; 0 takes
+        them out of any group). The slots keep it until changed."""
+        self.group_id[slots] = group_ids
+
+    def add_group_reward(self, slots: np.ndarray, amounts: float | np.ndarray) -> None:
+        """Give ``slots`` group reward (one float for all, or [len(slots)] floats), reported
+        with their next decision or terminal row, as Unity's ``AddGroupReward`` gives every
+        member of a group. Repeated slots add up."""
+        np.add.at(self.group_reward, slots, np.asarray(amounts, np.float32))
+
     def end(self, slots: np.ndarray, obs: list[np.ndarray], interrupted: np.ndarray) -> None:
-        """Publish the terminal rows of ``slots`` (their current ids and accumulated rewards).
+        """Publish the terminal rows of ``slots`` (their current ids, group ids and accumulated
+        rewards and group rewards).
 
         obs: one float32 array [len(slots), *shape] per observation spec;
         interrupted: [len(slots)] bool, True for max-step endings.
@@ -227,11 +255,20 @@ class BehaviorAgents:
         """
         if len(slots) == 0:
             return
-        self.terminal_steps = self._terminal_steps(obs, self.reward[slots], interrupted.astype(bool), self.ids[slots])
+        self.terminal_steps = self._terminal_steps(
+            obs,
+            self.reward[slots],
+            interrupted.astype(bool),
+            self.ids[slots],
+            self.group_id[slots],
+            self.group_reward[slots],
+        )
         self.reward[slots] = 0.0
+        self.group_reward[slots] = 0.0
 
     def decide(self, slots: np.ndarray, obs: list[np.ndarray], mask: np.ndarray | None = None) -> None:
-        """Publish the decision rows of ``slots`` (indices, row order).
+        """Publish the decision rows of ``slots`` (indices, row order), with their group ids and
+        the rewards and group rewards accumulated since they last reported.
 
         obs: one float32 array [len(slots), *shape] per observation spec;
         mask: [len(slots), sum(branches)] bool, True where an action is NOT available
@@ -241,8 +278,11 @@ class BehaviorAgents:
             return
         if mask is None:
             mask = np.zeros((len(slots), int(sum(self.spec.action_spec.discrete_branches))), bool)
-        self.decision_steps = self._decision_steps(obs, self.reward[slots], self.ids[slots], mask)
+        self.decision_steps = self._decision_steps(
+            obs, self.reward[slots], self.ids[slots], mask, self.group_id[slots], self.group_reward[slots]
+        )
         self.reward[slots] = 0.0
+        self.group_reward[slots] = 0.0
         self.decided = np.asarray(slots, dtype=np.intp)
 
     def apply_actions(self, action: ActionTuple | None) -> None:
@@ -257,16 +297,14 @@ class BehaviorAgents:
             self.continuous[slots] = action.continuous
             self.discrete[slots] = action.discrete
 
-    def _decision_steps(self, obs, reward, ids, mask) -> DecisionSteps:
-        n = len(ids)
+    def _decision_steps(self, obs, reward, ids, mask, group_id, group_reward) -> DecisionSteps:
         masks = None
         if self.spec.action_spec.discrete_size > 0:
             masks = np.split(mask, self._mask_splits, axis=1)
-        return DecisionSteps(obs, reward, ids, masks, np.zeros(n, np.int32), np.zeros(n, np.float32))
+        return DecisionSteps(obs, reward, ids, masks, group_id, group_reward)
 
-    def _terminal_steps(self, obs, reward, interrupted, ids) -> TerminalSteps:
-        n = len(ids)
-        return TerminalSteps(obs, reward, interrupted, ids, np.zeros(n, np.int32), np.zeros(n, np.float32))
+    def _terminal_steps(self, obs, reward, interrupted, ids, group_id, group_reward) -> TerminalSteps:
+        return TerminalSteps(obs, reward, interrupted, ids, group_id, group_reward)
 
 
 class BuiltinEnv(BaseEnv):
@@ -326,8 +364,11 @@ class BuiltinEnv(BaseEnv):
 
     # ---- helpers for subclasses -----------------------------------------------------------
 
-    def _add_behavior(self, name: str, spec: BehaviorSpec, n_slots: int, decision_period: int = 1) -> BehaviorAgents:
-        agents = BehaviorAgents(behavior_name(name), spec, n_slots, self._id_source, decision_period)
+    def _add_behavior(
+        self, name: str, spec: BehaviorSpec, n_slots: int, decision_period: int = 1, team: int = 0
+    ) -> BehaviorAgents:
+        """Create the behavior ``Name?team=<team>`` with ``n_slots`` slots."""
+        agents = BehaviorAgents(behavior_name(name, team), spec, n_slots, self._id_source, decision_period)
         self._behaviors[agents.name] = agents
         return agents
 

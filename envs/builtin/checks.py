@@ -31,7 +31,8 @@ class StepChecker:
 
     Checked: behavior names ``Name?team=N``; specs never vanish and a new behavior arrives with
     agents; observations float32 of the spec's shapes, finite (images within [0, 1]); rewards
-    float32 finite; ids int32, unique within a batch; a terminal id is an agent alive in this
+    float32 finite; group ids int32 >= 0 and group rewards float32 finite, none outside a group
+    (group id 0); ids int32, unique within a batch; a terminal id is an agent alive in this
     episode; an id never comes back after its terminal step or after a reset; action masks for
     discrete branches with at least one action left per branch; no step without any row.
     Counters (``decisions``, ``terminals``, ``interrupted``, ``steps``) let tests check coverage.
@@ -101,6 +102,13 @@ class StepChecker:
             self._fail(name, f"{kind} rewards are {steps.reward.dtype} {steps.reward.shape}")
         if not np.isfinite(steps.reward).all():
             self._fail(name, f"{kind} rewards are not finite")
+        group_id, group_reward = np.asarray(steps.group_id), np.asarray(steps.group_reward)
+        if group_id.dtype != np.int32 or group_id.shape != (n,) or (group_id < 0).any():
+            self._fail(name, f"{kind} group ids are {group_id.dtype} {group_id.shape}, not int32 >= 0 [{n}]")
+        if group_reward.dtype != np.float32 or group_reward.shape != (n,) or not np.isfinite(group_reward).all():
+            self._fail(name, f"{kind} group rewards are {group_reward.dtype} {group_reward.shape}, not finite float32")
+        if (group_reward[group_id == 0] != 0).any():
+            self._fail(name, f"{kind} gives group reward to an agent in no group")
         if steps.agent_id.dtype != np.int32:
             self._fail(name, f"{kind} agent ids are {steps.agent_id.dtype}, not int32")
         if len(np.unique(steps.agent_id)) != n:

@@ -55,7 +55,8 @@ def make_env(
     each worker of a run gets its own). env_parameters: initial EnvironmentParameters values.
     num_areas: copies of the training area (agents multiply). options: constructor options of
     environments that have them (``Simple``: continuous_size, discrete_branches, num_visual,
-    vis_obs_size as an (H, W, C) tuple, num_var_len, var_len_obs_size, memory, goal_indices...). Raises UnknownBuiltinEnvError (a ValueError) naming
+    vis_obs_size as an (H, W, C) tuple, num_var_len, var_len_obs_size, memory, goal_indices,
+    num_teams, asymmetric, num_agents...). Raises UnknownBuiltinEnvError (a ValueError) naming
     the available environments.
     """
     key = name[len(BUILTIN_PREFIX) :] if name.startswith(BUILTIN_PREFIX) else name

@@ -39,6 +39,28 @@ indices (counted over vector, visual, variable-length, in that order) are typed
 ``ObservationType.GOAL_SIGNAL``, the rest DEFAULT. As in ML-Agents only the type changes: the
 contents are unchanged, so the goal is in the goal observation and in every other one too.
 
+``num_teams`` 2 (ML-Agents' test_simple_ghost, which builds ``SimpleEnvironment(["Simple?team=0",
+"Simple?team=1"])``): two behavior ids of one behavior name, ``Simple?team=0`` and
+``Simple?team=1``, with the same spec; each has its own agents in every area, each solving its
+own independent task exactly as above (nothing is shared: the teams are rivals only through a
+self-play trainer, which reads a positive final reward as a win). With ``asymmetric`` (ML-Agents'
+test_simple_asymm_ghost: ``["Simple?team=0", "SimpleOpp?team=1"]``) team 1's behavior is
+``SimpleOpp?team=1``, a second behavior name. Team 0's agents take their ids first.
+
+``num_agents`` N > 1 (ML-Agents' ``MultiAgentEnvironment``, used by its test_simple_poca,
+test_visual_poca, test_recurrent_poca): every area holds N agents in one group (group id
+``1 + team * num_areas + area``: nonzero, distinct per area and team), each with its own goal
+and positions as above; a running agent's decisions cost -0.01 (individual reward), group
+reward 0. An agent that finishes while others of its group still run gets a TerminalStep (not
+interrupted) with reward ``min(-0.01, r)``, r its finishing reward ``1.06 * mean(pos * goal)``,
+and group reward 0, and leaves (no more decisions). The last agent to finish gets a TerminalStep
+with reward 0 and group reward r; then the whole group restarts on the same step (fresh ids,
+new goals, positions 0). Agents finishing on the same step leave in slot order, so the one in
+the highest slot is the last (ML-Agents steps its agents in order). ``max_step`` (absent from
+ML-Agents' version) interrupts every agent still running (interrupted, reward -0.01, group
+reward 0) and restarts the group; agents that finish on that step leave as above. Decision and
+terminal rows list agents in slot order (an area's slots are consecutive).
+
 Constructor options (or environment parameters of the same names given at construction: the
 specs cannot change later): ``continuous_size`` (1), ``discrete_branches`` (0),
 ``step_size`` (0.2), ``max_step`` (0), ``num_vector`` (1), ``vec_obs_size`` (1),
@@ -48,12 +70,18 @@ parameter), ``goal_indices`` (none). An environment parameter is one float, so
 ``vis_obs_size`` comes from three: ``vis_obs_height``, ``vis_obs_width``,
 ``vis_obs_channels``, ``var_len_obs_size`` from two: ``var_len_max_entities``,
 ``var_len_entity_size`` (each defaulting to its part of the default size; all ignored when the
-constructor gets the tuple), and ``goal_indices`` from ``goal_index`` (one index). Observation
+constructor gets the tuple), and ``goal_indices`` from ``goal_index`` (one index);
+``num_teams`` (1; 1 or 2), ``asymmetric`` (off; 0 or 1, needs ``num_teams`` 2), ``num_agents``
+(1; a whole number >= 1). Observation
 counts and sizes must be whole numbers (counts >= 0, sizes >= 1, at least one observation),
 goal indices must name existing observations, ``memory`` must be a bool (0 or 1), else
 ValueError naming the option. Every finished episode's return is appended to
-``episode_returns`` (ML-Agents' ``final_rewards``) and recorded as the stat
-``Simple/Episode Return`` (AVERAGE).
+``episode_returns`` (ML-Agents' ``final_rewards``, all behaviors together) and to
+``episode_returns_by_behavior[behavior id]`` (``"Simple?team=0"``...: ML-Agents' ``final_rewards``
+is keyed by its names, which are behavior ids), and recorded as the stat
+``Simple/Episode Return`` (AVERAGE). With ``num_agents`` > 1, as in ML-Agents, what is recorded
+for an agent that finishes is its finishing reward r (not its summed rewards); for an
+interrupted agent, its summed rewards (-0.01 per decision).
 """
 
 from __future__ import annotations
@@ -149,6 +177,9 @@ class SimpleEnv(BuiltinEnv):
         var_len_obs_size: tuple[int, int] | None = None,
         memory: bool | None = None,
         goal_indices: tuple[int, ...] | list[int] | None = None,
+        num_teams: int | None = None,
+        asymmetric: bool | None = None,
+        num_agents: int | None = None,
     ) -> None:
         params = dict(env_parameters or {})
         self.continuous_size = int(continuous_size if continuous_size is not None else params.get("continuous_size", 1))
@@ -194,11 +225,26 @@ class SimpleEnv(BuiltinEnv):
                 f"{self.num_vector} vector, {self.num_visual} visual, {self.num_var_len} variable-length)"
             )
         self.goal_indices = tuple(sorted(set(indices)))
+        self.num_teams = _whole("num_teams", num_teams if num_teams is not None else params.get("num_teams", 1), 1)
+        if self.num_teams > 2:
+            raise ValueError(f"Simple: num_teams must be 1 or 2 (got {self.num_teams})")
+        self.asymmetric = _flag("asymmetric", asymmetric if asymmetric is not None else params.get("asymmetric", 0.0))
+        if self.asymmetric and self.num_teams != 2:
+            raise ValueError(f"Simple: asymmetric needs num_teams 2 (got num_teams {self.num_teams})")
+        self.num_agents = _whole("num_agents", num_agents if num_agents is not None else params.get("num_agents", 1), 1)
+        #: Every finished episode's return (with ``num_agents`` > 1: every agent's finishing
+        #: reward), all behaviors together, in the order they ended.
         self.episode_returns: list[float] = []
+        #: The same, per behavior id (``Simple?team=0``...), ML-Agents' ``final_rewards[name]``.
+        self.episode_returns_by_behavior: dict[str, list[float]] = {}
         super().__init__(seed=seed, worker_id=worker_id, env_parameters=env_parameters, num_areas=num_areas)
 
+    @property
+    def grouped(self) -> bool:
+        """Whether the agents of an area form a group (``num_agents`` > 1)."""
+        return self.num_agents > 1
+
     def _setup(self) -> None:
-        n = self.num_areas
         action_spec = ActionSpec(self.continuous_size, (2,) * self.discrete_branches)
         obs_specs = [vector_obs_spec(self.vec_obs_size)] * self.num_vector
         obs_specs += [visual_obs_spec(*self.vis_obs_size)] * self.num_visual
@@ -212,56 +258,122 @@ class SimpleEnv(BuiltinEnv):
                 name=base.name,
             )
         spec = BehaviorSpec(obs_specs, action_spec)
-        self._agents = self._add_behavior("Simple", spec, n)
-        self._slots = np.arange(n)
+        # slots per behavior: num_areas areas of num_agents; state rows: team * n_slots + slot
+        n_slots = self.num_areas * self.num_agents
+        names = ["Simple", "SimpleOpp" if self.asymmetric else "Simple"][: self.num_teams]
+        self._teams = [self._add_behavior(name, spec, n_slots, team=team) for team, name in enumerate(names)]
+        self._n_slots = n_slots
+        self._slots = np.arange(n_slots)
+        if self.grouped:  # one group per area and team: 1, 2, ...
+            for team, agents in enumerate(self._teams):
+                agents.set_group(self._slots, 1 + team * self.num_areas + self._slots // self.num_agents)
+        self.episode_returns_by_behavior = {agents.name: [] for agents in self._teams}
+        n = n_slots * self.num_teams
         self._goal = np.zeros(n)
         self._pos = np.zeros((n, self.continuous_size + self.discrete_branches))
         self._steps = np.zeros(n, dtype=np.int64)
         self._return = np.zeros(n)
 
-    def _begin_episodes(self, slots: np.ndarray) -> None:
-        self._agents.start(slots)
-        self._goal[slots] = self._rng.choice([-1.0, 1.0], size=len(slots))
-        self._pos[slots] = 0.0
-        self._steps[slots] = 0
-        self._return[slots] = 0.0
+    def _begin_episodes(self, rows: np.ndarray) -> None:
+        """Start new episodes in state ``rows`` (sorted): fresh ids, goals, positions 0."""
+        for team, agents in enumerate(self._teams):
+            agents.start(self._team_slots(rows, team))
+        self._goal[rows] = self._rng.choice([-1.0, 1.0], size=len(rows))
+        self._pos[rows] = 0.0
+        self._steps[rows] = 0
+        self._return[rows] = 0.0
 
-    def _observe(self, slots: np.ndarray) -> list[np.ndarray]:
+    def _team_slots(self, rows: np.ndarray, team: int) -> np.ndarray:
+        """The slots of behavior ``team`` among state ``rows``."""
+        mine = (rows >= team * self._n_slots) & (rows < (team + 1) * self._n_slots)
+        return rows[mine] - team * self._n_slots
+
+    def _observe(self, rows: np.ndarray) -> list[np.ndarray]:
         """The goal filling every observation, one array each (a consumer may write into one);
         with ``memory``, 0 instead once the goal is hidden."""
-        value = self._goal[slots].astype(np.float32)
+        value = self._goal[rows].astype(np.float32)
         if self.memory:
-            shown = self._steps[slots] * self._pos.shape[1] <= MEMORY_SHOW_STEPS
+            shown = self._steps[rows] * self._pos.shape[1] <= MEMORY_SHOW_STEPS
             value = np.where(shown, value, np.float32(0.0))
         shapes = (
             [(self.vec_obs_size,)] * self.num_vector
             + [self.vis_obs_size] * self.num_visual
             + [self.var_len_obs_size] * self.num_var_len
         )
-        return [
-            np.ones((len(slots), *shape), np.float32) * value.reshape((-1,) + (1,) * len(shape)) for shape in shapes
-        ]
+        return [np.ones((len(rows), *shape), np.float32) * value.reshape((-1,) + (1,) * len(shape)) for shape in shapes]
+
+    def _decide_all(self) -> None:
+        for team, agents in enumerate(self._teams):
+            slots = np.flatnonzero(agents.active)
+            agents.decide(slots, self._observe(slots + team * self._n_slots))
 
     def _reset_world(self) -> None:
-        self._begin_episodes(self._slots)
-        self._agents.decide(self._slots, self._observe(self._slots))
+        self._begin_episodes(np.arange(self._n_slots * self.num_teams))
+        self._decide_all()
 
     def _advance(self) -> None:
+        teams = self._teams
+        active = np.concatenate([agents.active for agents in teams])
         moves = np.concatenate(
-            [self._agents.continuous.astype(np.float64), np.where(self._agents.discrete > 0, 1.0, -1.0)], axis=1
+            [
+                np.concatenate([agents.continuous for agents in teams]).astype(np.float64),
+                np.where(np.concatenate([agents.discrete for agents in teams]) > 0, 1.0, -1.0),
+            ],
+            axis=1,
         )
-        self._pos = np.clip(self._pos + np.clip(moves, -self.step_size, self.step_size), -1.0, 1.0)
-        self._steps += 1
-        finished = (np.abs(self._pos) >= 1.0).all(axis=1)
-        reward = np.where(finished, SUCCESS_REWARD * (self._pos * self._goal[:, None]).mean(axis=1), -TIME_PENALTY)
-        self._agents.reward += reward.astype(np.float32)
+        moves = np.clip(moves, -self.step_size, self.step_size) * active[:, None]
+        self._pos = np.clip(self._pos + moves, -1.0, 1.0)
+        self._steps += active
+        finished = active & (np.abs(self._pos) >= 1.0).all(axis=1)
+        final = SUCCESS_REWARD * (self._pos * self._goal[:, None]).mean(axis=1)
+        interrupted = active & ~finished & (self._steps >= self.max_step) if self.max_step > 0 else active & False
+        if self.grouped:
+            last, restart = self._group_endings(active, finished, interrupted)
+            leaver = finished & ~last
+            reward = np.where(leaver, np.minimum(-TIME_PENALTY, final), np.where(last, 0.0, -TIME_PENALTY))
+            group_reward = np.where(last, final, 0.0)
+        else:
+            reward = np.where(finished, final, -TIME_PENALTY)
+            group_reward = np.zeros_like(reward)
+            restart = finished | interrupted
+        reward = np.where(active, reward, 0.0)
         self._return += reward
-        interrupted = ~finished & (self._steps >= self.max_step) if self.max_step > 0 else np.zeros_like(finished)
-        done = finished | interrupted
-        if done.any():
-            ended = np.flatnonzero(done)
-            self._agents.end(ended, self._observe(ended), interrupted[ended])
-            self.episode_returns.extend(self._return[ended].tolist())
-            self._stats.add("Simple/Episode Return", self._return[ended], StatsAggregationMethod.AVERAGE)
-            self._begin_episodes(ended)
-        self._agents.decide(self._slots, self._observe(self._slots))
+        ended = np.flatnonzero(finished | interrupted)
+        # grouped: an agent's finishing reward; interrupted ones (and ungrouped): their return
+        recorded = np.where(finished, final, self._return) if self.grouped else self._return
+        for team, agents in enumerate(teams):
+            rows = slice(team * self._n_slots, (team + 1) * self._n_slots)
+            agents.reward += reward[rows].astype(np.float32)
+            agents.add_group_reward(self._slots, group_reward[rows])
+            slots = self._team_slots(ended, team)
+            if len(slots):
+                team_rows = slots + team * self._n_slots
+                agents.end(slots, self._observe(team_rows), interrupted[team_rows])
+                agents.remove(slots)
+                self.episode_returns_by_behavior[agents.name].extend(recorded[team_rows].tolist())
+        if len(ended):
+            self.episode_returns.extend(recorded[ended].tolist())
+            self._stats.add("Simple/Episode Return", recorded[ended], StatsAggregationMethod.AVERAGE)
+        self._begin_episodes(np.flatnonzero(restart))
+        self._decide_all()
+
+    def _group_endings(
+        self, active: np.ndarray, finished: np.ndarray, interrupted: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Which rows finish as their group's last agent, and which rows restart.
+
+        A group ends when none of its agents runs on; without an interruption, its finisher
+        with the highest slot among this tick's finishers is the last agent (ML-Agents steps
+        its agents in order, so the others finished "before"). Every row of an ending group
+        restarts, the agents that left earlier included. All arrays: [rows] bool.
+        """
+        size = self.num_agents
+        running = (active & ~finished & ~interrupted).reshape(-1, size).any(axis=1)
+        ends = active.reshape(-1, size).any(axis=1) & ~running
+        fins = finished.reshape(-1, size)
+        clean = ends & ~interrupted.reshape(-1, size).any(axis=1) & fins.any(axis=1)
+        last_in_group = size - 1 - fins[:, ::-1].argmax(axis=1)
+        last = np.zeros_like(finished)
+        groups = np.flatnonzero(clean)
+        last[groups * size + last_in_group[groups]] = True
+        return last, np.repeat(ends, size)
