@@ -37,6 +37,7 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from processors.trajectory import Trajectory
 from stats import StatsAggregationMethod, StatsReporter
+from stats.tags import GROUP_CUMULATIVE_REWARD
 from trainers import seeding
 from trainers.behavioral_cloning import behavioral_cloning_for
 from trainers.exceptions import ConfigError
@@ -50,8 +51,6 @@ from trainers.reward_signals import EpisodeSignalRewards, signal_tag
 from trainers.seeding import Stream
 from trainers.sequences import masked_mean
 from trainers.settings import POCASettings, TrainerSettings
-
-GROUP_CUMULATIVE_REWARD = "Environment/Group Cumulative Reward"
 
 
 class POCA:

@@ -102,7 +102,7 @@ class POCACritic(nn.Module):
         own = self.encoder(obs).unsqueeze(1)  # [B, 1, w]
         mates = self._encode_mates(group)  # [B, M, w]
         entities = self.obs_encoder(None, torch.cat([own, mates], dim=1))
-        absent = torch.cat([torch.zeros_like(group.present[:, :1]), ~group.present], dim=1)
+        absent = torch.cat([self._nobody_absent(group), ~group.present], dim=1)
         return self._head(entities, absent)
 
     def baselines(self, obs: Sequence[Tensor], group: GroupObservations) -> dict[str, Tensor]:
@@ -111,8 +111,13 @@ class POCACritic(nn.Module):
         own = self.obs_encoder(None, self.encoder(obs).unsqueeze(1))  # [B, 1, h]
         mates = torch.cat([self._encode_mates(group), self._flat_actions(group)], dim=2)
         entities = torch.cat([self.obs_action_encoder(None, mates), own], dim=1)
-        absent = torch.cat([~group.present, torch.zeros_like(group.present[:, :1])], dim=1)
+        absent = torch.cat([~group.present, self._nobody_absent(group)], dim=1)
         return self._head(entities, absent)
+
+    @staticmethod
+    def _nobody_absent(group: GroupObservations) -> Tensor:
+        """[B, 1] False: the agent itself is always present."""
+        return torch.zeros((group.present.shape[0], 1), dtype=torch.bool, device=group.present.device)
 
     def _encode_mates(self, group: GroupObservations) -> Tensor:
         rows, mates = group.present.shape
