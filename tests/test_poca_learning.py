@@ -1,5 +1,6 @@
-"""POCA learns what ML-Agents' own POCA learning tests ask, on several seeds, with a control
-that must fail: ``test_simple_rl.py``'s test_simple_poca and test_visual_poca on the built-in
+"""POCA learns what ML-Agents' own POCA learning tests ask, on several seeds, with controls
+that must fail: ``test_simple_rl.py``'s test_simple_poca, test_visual_poca and
+test_recurrent_poca on the built-in
 Simple with groups (``num_agents``: ML-Agents' ``MultiAgentEnvironment``: each member solves
 its own task; a member that finishes early leaves the group, the last one's success is the
 group reward), with ML-Agents' POCA test configuration (``dummy_config._POCA_CONFIG``: the PPO
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from envs.builtin import make_env
-from tests.support.learning import PPO_TEST_CONFIG, train_env
+from tests.support.learning import PPO_TEST_CONFIG, recurrent_ppo_config, train_env
 from trainers.settings import POCASettings, TrainerSettings
 
 pytestmark = pytest.mark.slow  # trains policies
@@ -63,3 +64,33 @@ def test_visual_poca(num_visual):
 def test_simple_poca_control_without_learning_fails():
     options = {"continuous_size": 0, "discrete_branches": 1, "num_agents": 2}
     assert score(poca_test_config(learning_rate=0.0), 1, **options) < 0.5
+
+
+def recurrent_poca_config(memory: bool = True) -> TrainerSettings:
+    """ML-Agents' test_recurrent_poca: its POCA test config, memory 16 (sequences of 64), lr 1e-3,
+    batch 64, buffer 128, 6000 steps."""
+    ppo = recurrent_ppo_config(memory)
+    hp = ppo.hyperparameters
+    poca = POCASettings(
+        learning_rate=hp.learning_rate,
+        learning_rate_schedule=hp.learning_rate_schedule,
+        batch_size=hp.batch_size,
+        buffer_size=hp.buffer_size,
+    )
+    return attrs.evolve(ppo, trainer_type="poca", hyperparameters=poca)
+
+
+def test_recurrent_poca_remembers_on_the_memory_task():
+    """ML-Agents' test_recurrent_poca without groups: its MemoryEnvironment (the goal shows
+    only at the start) needs the LSTM; the same POCA without memory cannot pass."""
+    options = {"continuous_size": 0, "discrete_branches": 1, "memory": True}
+    scores = [score(recurrent_poca_config(), seed, **options) for seed in (1, 2)]
+    assert all(s > 0.9 for s in scores), scores
+    assert score(recurrent_poca_config(memory=False), 1, **options) < 0.5
+
+
+def test_recurrent_poca_trains_groups():
+    """ML-Agents' test_recurrent_poca with groups of 2 (500 steps: it checks that the recurrent
+    critic runs over groups; the task needs no memory)."""
+    options = {"continuous_size": 0, "discrete_branches": 1, "num_agents": 2}
+    assert score(attrs.evolve(recurrent_poca_config(), max_steps=500), 1, **options) > -2.0

@@ -168,12 +168,13 @@ def test_default_settings_are_checked_since_they_train_unlisted_behaviors() -> N
         {
             "default_settings": {
                 "trainer_type": "poca",
-                "network_settings": {"memory": {"memory_size": 16}},
+                "reward_signals": {"curiosity": {"network_settings": {"memory": {"memory_size": 16}}}},
             }
         }
     )
     assert check_capabilities(options, BUILTIN) == [
-        "default_settings.network_settings.memory: POCA with memory (an LSTM) is not supported yet; remove memory",
+        "default_settings.reward_signals.curiosity.network_settings.memory: the curiosity signal's network has no "
+        "memory; remove it",
     ]
 
 

@@ -21,6 +21,11 @@ clipped around their old estimates as PPO's value loss, with PPO's schedules. Th
 PPO's, decentralised: each agent acts on its own observations, so the exported ONNX model is
 exactly PPO's and Unity runs it per agent.
 
+Recurrent (``network_settings.memory``): the actor's LSTM as PPO's; the critic has one LSTM
+after its attention, run over each agent's trajectories sequence by sequence with two memories
+carried from one trajectory of the agent to the next (the value's and the baseline's, as
+ML-Agents keeps them), and the update trains on whole sequences with padding masked.
+
 Reported beside PPO's tags: ``Losses/Baseline Loss``, ``Policy/<Signal> Baseline Estimate``,
 and ``Environment/Group Cumulative Reward`` (each agent's sum of group rewards over its
 episode, reported when the group's episode ends: agents that left early are not counted).
@@ -49,7 +54,7 @@ from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decaye
 from trainers.reward_signal_factory import create_reward_signals
 from trainers.reward_signals import EpisodeSignalRewards, signal_tag
 from trainers.seeding import Stream
-from trainers.sequences import masked_mean
+from trainers.sequences import CriticMemories, masked_mean, sequence_rows
 from trainers.settings import POCASettings, TrainerSettings
 
 
@@ -71,8 +76,6 @@ class POCA:
         hyperparameters = settings.hyperparameters
         if not isinstance(hyperparameters, POCASettings):
             raise ConfigError(f"behaviors.{behavior_name}.hyperparameters: POCA settings expected")
-        if settings.network_settings.memory is not None:
-            raise ConfigError(f"behaviors.{behavior_name}.network_settings.memory: POCA has no memory yet")
         self.hyperparameters: POCASettings = hyperparameters
         self.settings = settings
         self.stats_reporter = stats_reporter
@@ -97,15 +100,23 @@ class POCA:
         parameters = [*self.policy.actor.parameters(), *self.critic.parameters()]
         self.optimizer = torch.optim.Adam(parameters, lr=hyperparameters.learning_rate)
         self._shuffle = seeding.generator(seed, Stream.SHUFFLE)
+        memory = settings.network_settings.memory
+        self.sequence_length = 1 if memory is None else int(memory.sequence_length)
         self.buffer = POCABuffer(
             [tuple(spec.shape) for spec in behavior_spec.observation_specs],
             self.policy.continuous_size,
             self.policy.discrete_branches,
             len(self.reward_signals),
-            capacity=hyperparameters.buffer_size + settings.time_horizon,
+            capacity=hyperparameters.buffer_size + settings.time_horizon + self.sequence_length,
             next_obs=bool(self._training_signals),
+            sequence_length=self.sequence_length,
+            memory_sizes=(self.policy.memory_size, self.critic.memory_size),
         )
-        self.cloning = behavioral_cloning_for(behavior_name, self.policy, settings, sequence_length=1, seed=seed)
+        self._value_memories = CriticMemories(self.critic.memory_size, self.sequence_length, self.device)
+        self._baseline_memories = CriticMemories(self.critic.memory_size, self.sequence_length, self.device)
+        self.cloning = behavioral_cloning_for(
+            behavior_name, self.policy, settings, sequence_length=self.sequence_length, seed=seed
+        )
 
     # ------------------------------------------------------------------ experience
 
@@ -130,14 +141,13 @@ class POCA:
     def _obs_tensor(self, obs: np.ndarray) -> torch.Tensor:
         return torch.as_tensor(obs if obs.dtype == np.uint8 else np.asarray(obs, np.float32), device=self.device)
 
-    def _next_values(self, trajectory: Trajectory) -> dict[str, torch.Tensor]:
-        """The group's value after the trajectory: the agent's next observation with its
-        mates' current ones."""
+    def _next_group(self, trajectory: Trajectory) -> GroupObservations:
+        """The mates' current observations after the trajectory, as one row (their actions
+        there are unknown: zeros, which the value never reads)."""
         mates = trajectory.groupmates
-        next_obs = [self._obs_tensor(o[None]) for o in trajectory.next_obs]
         count = 0 if mates is None else int(mates.next_obs[0].shape[0])
         device = self.device
-        group = GroupObservations(
+        return GroupObservations(
             [self._obs_tensor(o[None]) for o in mates.next_obs]
             if mates is not None
             else [torch.zeros((1, 0, *o.shape[1:]), device=device) for o in trajectory.obs],
@@ -145,7 +155,12 @@ class POCA:
             torch.zeros((1, count, self.policy.continuous_size), device=device),
             torch.zeros((1, count, len(self.policy.discrete_branches)), dtype=torch.int64, device=device),
         )
-        return self.critic.values(next_obs, group)
+
+    def _next_values(self, trajectory: Trajectory) -> dict[str, torch.Tensor]:
+        """The group's value after the trajectory: the agent's next observation with its
+        mates' current ones."""
+        next_obs = [self._obs_tensor(o[None]) for o in trajectory.next_obs]
+        return self.critic.values(next_obs, self._next_group(trajectory))
 
     def add(self, trajectory: Trajectory) -> None:
         if self.settings.network_settings.normalize:
@@ -153,10 +168,16 @@ class POCA:
             self.critic.update_normalization(self.policy.obs_to_tensors(trajectory.obs))
         obs = self.policy.obs_to_tensors(trajectory.obs)
         group = self._group_tensors(trajectory)
+        critic_memories = baseline_memories = None
         with torch.no_grad():
-            values = self.critic.values(obs, group)
-            baselines = self.critic.baselines(obs, group)
-            next_values = self._next_values(trajectory)
+            if self.critic.memory_size:
+                values, baselines, next_values, critic_memories, baseline_memories = self._recurrent_estimates(
+                    trajectory, obs, group
+                )
+            else:
+                values = self.critic.values(obs, group)
+                baselines = self.critic.baselines(obs, group)
+                next_values = self._next_values(trajectory)
         group_over = trajectory.done_reached and trajectory.all_group_dones_reached
         terminated = group_over and not bool(trajectory.interrupted[-1])
         streams = len(self.reward_signals)
@@ -183,7 +204,52 @@ class POCA:
             self.stats_reporter.add_stat(self._baseline_tags[i], float(baseline.mean()))
             self._episode_rewards.add(trajectory, signal.name, rewards)
         self._report_group_reward(trajectory, group_over)
-        self.buffer.append(trajectory, advantages.mean(axis=1), returns, value_columns, baseline_columns)
+        self.buffer.append(
+            trajectory,
+            advantages.mean(axis=1),
+            returns,
+            value_columns,
+            baseline_columns,
+            None if critic_memories is None else critic_memories.cpu().numpy(),
+            None if baseline_memories is None else baseline_memories.cpu().numpy(),
+        )
+
+    def _recurrent_estimates(
+        self, trajectory: Trajectory, obs: list[torch.Tensor], group: GroupObservations
+    ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+        """Values, baselines and the value after the trajectory, run sequence by sequence from
+        the agent's carried memories; and both memories at each sequence's start."""
+        next_group = self._next_group(trajectory)
+        width = max(group.size, next_group.size)
+        rows = [
+            *(torch.cat([o, n]) for o, n in zip(obs, (self._obs_tensor(o[None]) for o in trajectory.next_obs))),
+            *(torch.cat([_widen(o, width), _widen(n, width)]) for o, n in zip(group.obs, next_group.obs)),
+            torch.cat([_widen(group.present, width), _widen(next_group.present, width)]),
+            torch.cat([_widen(group.continuous_actions, width), _widen(next_group.continuous_actions, width)]),
+            torch.cat([_widen(group.discrete_actions, width), _widen(next_group.discrete_actions, width)]),
+        ]
+        sensors = len(obs)
+
+        def split(parts: list[torch.Tensor]) -> tuple[list[torch.Tensor], GroupObservations]:
+            mates = GroupObservations(parts[sensors : 2 * sensors], *parts[2 * sensors :])
+            return parts[:sensors], mates
+
+        def value_pass(parts: list[torch.Tensor], memory: torch.Tensor, length: int):
+            return self.critic.values_and_memories(*split(parts), memory, length)
+
+        def baseline_pass(parts: list[torch.Tensor], memory: torch.Tensor, length: int):
+            return self.critic.baselines_and_memories(*split(parts), memory, length)
+
+        values, value_starts = self._value_memories.evaluate(trajectory, rows, value_pass)
+        baselines, baseline_starts = self._baseline_memories.evaluate(trajectory, rows, baseline_pass)
+        t = trajectory.length
+        return (
+            {name: v[:t] for name, v in values.items()},
+            {name: b[:t] for name, b in baselines.items()},
+            {name: v[t:] for name, v in values.items()},
+            value_starts,
+            baseline_starts,
+        )
 
     def _report_group_reward(self, trajectory: Trajectory, group_over: bool) -> None:
         agent = trajectory.agent_id
@@ -211,16 +277,19 @@ class POCA:
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         batch = self.buffer.to_batch(self.device)
-        size = len(self.buffer)
-        per_minibatch = min(max(self.hyperparameters.batch_size, 1), size)
-        minibatches = size // per_minibatch
+        length = self.sequence_length
+        sequences = len(self.buffer) // length  # whole sequences (steps, without memory)
+        per_minibatch = min(max(self.hyperparameters.batch_size // length, 1), sequences)
+        minibatches = sequences // per_minibatch
+        rows = per_minibatch * length
         losses: dict[str, list[torch.Tensor]] = {"policy": [], "value": [], "baseline": []}
         signal_stats: dict[str, list[float]] = {}
         self.policy.actor.train()
         for _ in range(self.hyperparameters.num_epoch):
-            order = torch.randperm(size, generator=self._shuffle).to(self.device)
+            order = torch.randperm(sequences, generator=self._shuffle).to(self.device)
+            order = sequence_rows(order * length, length)  # each sequence's rows, in order
             for i in range(minibatches):
-                minibatch = batch.take(order[i * per_minibatch : (i + 1) * per_minibatch])
+                minibatch = batch.take(order[i * rows : (i + 1) * rows])
                 policy_loss, value_loss, baseline_loss, loss = self.losses(minibatch, beta, epsilon)
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
@@ -250,29 +319,39 @@ class POCA:
         self, batch: POCABatch, beta: float, epsilon: float
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         """(policy loss, value loss, baseline loss, the loss to minimise) on ``batch``."""
-        agent = batch.agent
+        agent, length, mask = batch.agent, self.sequence_length, batch.agent.loss_masks
         continuous_log_probs, discrete_log_probs, entropy = self.policy.actor.evaluate_actions(
-            list(agent.obs), agent.action_masks, agent.continuous_actions, agent.discrete_actions
+            list(agent.obs),
+            agent.action_masks,
+            agent.continuous_actions,
+            agent.discrete_actions,
+            memories=agent.memories[::length] if self.policy.memory_size else None,
+            sequence_length=length,
         )
         log_probs = torch.cat([continuous_log_probs, discrete_log_probs], dim=1)
-        values = self.critic.values(list(agent.obs), batch.group)
-        baselines = self.critic.baselines(list(agent.obs), batch.group)
+        recurrent = self.critic.memory_size > 0
+        values = self.critic.values(
+            list(agent.obs), batch.group, agent.critic_memories[::length] if recurrent else None, length
+        )
+        baselines = self.critic.baselines(
+            list(agent.obs), batch.group, batch.baseline_memories[::length] if recurrent else None, length
+        )
         value_loss = torch.stack(
             [
-                clipped_value_loss(values[signal.name], agent.old_values[:, i], agent.returns[:, i], epsilon, None)
+                clipped_value_loss(values[signal.name], agent.old_values[:, i], agent.returns[:, i], epsilon, mask)
                 for i, signal in enumerate(self.reward_signals)
             ]
         ).mean()
         baseline_loss = torch.stack(
             [
                 clipped_value_loss(
-                    baselines[signal.name], batch.old_baselines[:, i], agent.returns[:, i], epsilon, None
+                    baselines[signal.name], batch.old_baselines[:, i], agent.returns[:, i], epsilon, mask
                 )
                 for i, signal in enumerate(self.reward_signals)
             ]
         ).mean()
-        policy_loss = clipped_surrogate_loss(log_probs, agent.old_log_probs, agent.advantages, epsilon, None)
-        loss = policy_loss + 0.5 * (value_loss + 0.5 * baseline_loss) - beta * masked_mean(entropy, None)
+        policy_loss = clipped_surrogate_loss(log_probs, agent.old_log_probs, agent.advantages, epsilon, mask)
+        loss = policy_loss + 0.5 * (value_loss + 0.5 * baseline_loss) - beta * masked_mean(entropy, mask)
         return policy_loss, value_loss, baseline_loss, loss
 
     # ------------------------------------------------------------------ checkpoints
@@ -301,3 +380,11 @@ class POCA:
             self._shuffle.set_state(state["shuffle_rng"])
             if self.cloning is not None and "behavioral_cloning" in state:
                 self.cloning.load(state["behavioral_cloning"])
+
+
+def _widen(x: torch.Tensor, width: int) -> torch.Tensor:
+    """``x`` [rows, M, ...] padded with zeros (False: absent) to ``width`` mate columns."""
+    if x.shape[1] == width:
+        return x
+    pad = x.new_zeros((x.shape[0], width - x.shape[1], *x.shape[2:]))
+    return torch.cat([x, pad], dim=1)

@@ -17,8 +17,12 @@ As ML-Agents 0.28 builds it (``MultiAgentNetworkBody`` + ``POCAValueNetwork``; o
   counterfactual baseline;
 * one :class:`~trainers.attention.ResidualSelfAttention` (h wide) pools the entities (absent
   mates masked), then ``num_layers`` x (Linear(h) + Swish) initialised with gain
-  sqrt(0.125 / h), then the number of members present scaled to [-1, 1] by the most ever
-  seen (a saved buffer-like parameter), then one linear value head per reward stream.
+  sqrt(0.125 / h), then (with ``network_settings.memory``) an LSTM, then the number of members
+  present scaled to [-1, 1] by the most ever seen (a saved buffer-like parameter), then one
+  linear value head per reward stream.
+
+Values and baselines share every layer, the LSTM included, but not their memories: the trainer
+carries one memory for each, per agent.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from trainers.attention import EntityEmbedding, ResidualSelfAttention
-from trainers.networks import MLP, ObservationEncoder, ValueHeads, init_dense
+from trainers.networks import MLP, ObservationEncoder, ValueHeads, init_dense, memory_module
 from trainers.settings import NetworkSettings
 
 
@@ -69,8 +73,6 @@ class POCACritic(nn.Module):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        if network_settings.memory is not None:
-            raise ValueError("POCA's critic has no memory (network_settings.memory is refused for poca)")
         hidden = int(network_settings.hidden_units)
         self.discrete_branches = tuple(int(b) for b in action_spec.discrete_branches)
         self.encoder = ObservationEncoder(observation_specs, network_settings, hidden_layers=False, generator=generator)
@@ -82,7 +84,10 @@ class POCACritic(nn.Module):
         self.body = MLP(hidden, hidden, int(network_settings.num_layers))
         for dense in self.body.dense_layers:
             init_dense(dense, math.sqrt(0.125 / hidden), generator)
-        self.value_heads = ValueHeads(self.body.output_size + 1, stream_names, generator=generator)
+        self.memory = memory_module(self.body.output_size, network_settings, generator)
+        self.memory_size = 0 if self.memory is None else self.memory.memory_size
+        features = self.body.output_size if self.memory is None else self.memory.hidden_size
+        self.value_heads = ValueHeads(features + 1, stream_names, generator=generator)
         # The most members ever seen in one row (ML-Agents keeps it as a frozen parameter, so it
         # is saved with the weights); the member count is scaled by it.
         self.max_members = nn.Parameter(torch.ones(()), requires_grad=False)
@@ -97,22 +102,39 @@ class POCACritic(nn.Module):
 
     # ------------------------------------------------------------------ passes
 
-    def values(self, obs: Sequence[Tensor], group: GroupObservations) -> dict[str, Tensor]:
-        """V(every member's observations) per stream, [B] each."""
+    def values(
+        self, obs: Sequence[Tensor], group: GroupObservations, memories: Tensor | None = None, sequence_length: int = 1
+    ) -> dict[str, Tensor]:
+        """V(every member's observations) per stream, [B] each (with memory: ``memories`` [N, k]
+        at the start of each of the N sequences of ``sequence_length`` rows)."""
+        return self.values_and_memories(obs, group, memories, sequence_length)[0]
+
+    def baselines(
+        self, obs: Sequence[Tensor], group: GroupObservations, memories: Tensor | None = None, sequence_length: int = 1
+    ) -> dict[str, Tensor]:
+        """The agent's counterfactual baseline (its own observation, its mates' observations
+        and actions) per stream, [B] each."""
+        return self.baselines_and_memories(obs, group, memories, sequence_length)[0]
+
+    def values_and_memories(
+        self, obs: Sequence[Tensor], group: GroupObservations, memories: Tensor | None, sequence_length: int
+    ) -> tuple[dict[str, Tensor], Tensor]:
+        """:meth:`values`, and the memories after each sequence [N, k] ([N, 0] without memory)."""
         own = self.encoder(obs).unsqueeze(1)  # [B, 1, w]
         mates = self._encode_mates(group)  # [B, M, w]
         entities = self.obs_encoder(None, torch.cat([own, mates], dim=1))
         absent = torch.cat([self._nobody_absent(group), ~group.present], dim=1)
-        return self._head(entities, absent)
+        return self._head(entities, absent, memories, sequence_length)
 
-    def baselines(self, obs: Sequence[Tensor], group: GroupObservations) -> dict[str, Tensor]:
-        """The agent's counterfactual baseline (its own observation, its mates' observations
-        and actions) per stream, [B] each."""
+    def baselines_and_memories(
+        self, obs: Sequence[Tensor], group: GroupObservations, memories: Tensor | None, sequence_length: int
+    ) -> tuple[dict[str, Tensor], Tensor]:
+        """:meth:`baselines`, and the memories after each sequence [N, k]."""
         own = self.obs_encoder(None, self.encoder(obs).unsqueeze(1))  # [B, 1, h]
         mates = torch.cat([self._encode_mates(group), self._flat_actions(group)], dim=2)
         entities = torch.cat([self.obs_action_encoder(None, mates), own], dim=1)
         absent = torch.cat([~group.present, self._nobody_absent(group)], dim=1)
-        return self._head(entities, absent)
+        return self._head(entities, absent, memories, sequence_length)
 
     @staticmethod
     def _nobody_absent(group: GroupObservations) -> Tensor:
@@ -132,7 +154,9 @@ class POCACritic(nn.Module):
             parts.append(F.one_hot(group.discrete_actions[..., i].long(), branch).float())
         return torch.cat(parts, dim=2)
 
-    def _head(self, entities: Tensor, absent: Tensor) -> dict[str, Tensor]:
+    def _head(
+        self, entities: Tensor, absent: Tensor, memories: Tensor | None, sequence_length: int
+    ) -> tuple[dict[str, Tensor], Tensor]:
         mask = absent.float()
         pooled = self.attention(entities, mask)
         members = torch.sum(1.0 - mask, dim=1, keepdim=True)
@@ -141,4 +165,9 @@ class POCACritic(nn.Module):
             if most > self.max_members:
                 self.max_members.copy_(most)
         scaled = members * 2.0 / self.max_members - 1.0
-        return self.value_heads(torch.cat([self.body(pooled), scaled], dim=1))
+        features = self.body(pooled)
+        if self.memory is None:
+            memories_out = features.new_zeros((features.shape[0] // sequence_length, 0))
+        else:
+            features, memories_out = self.memory(features, memories, sequence_length)
+        return self.value_heads(torch.cat([features, scaled], dim=1)), memories_out

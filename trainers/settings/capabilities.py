@@ -116,8 +116,6 @@ def _trainer_problems(where: str, settings: TrainerSettings, available: list[str
         yield (f"{where}.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section")
     if has_trainer and trainer_type not in OWN_TRAINER_TYPES:
         return  # a plugin's trainer: its reward signals and imitation are its own
-    if trainer_type == "poca" and settings.network_settings.memory is not None:
-        yield f"{where}.network_settings.memory: POCA with memory (an LSTM) is not supported yet; remove memory"
     supported = SUPPORTED_REWARD_SIGNALS.get(trainer_type, frozenset({RewardSignalType.EXTRINSIC}))
     for kind, signal in settings.reward_signals.items():
         path = f"{where}.reward_signals.{kind.value}"
