@@ -175,8 +175,7 @@ class POCA:
                     trajectory, obs, group
                 )
             else:
-                values = self.critic.values(obs, group)
-                baselines = self.critic.baselines(obs, group)
+                values, baselines = self.critic.values_and_baselines(obs, group)
                 next_values = self._next_values(trajectory)
         group_over = trajectory.done_reached and trajectory.all_group_dones_reached
         terminated = group_over and not bool(trajectory.interrupted[-1])
@@ -330,11 +329,12 @@ class POCA:
         )
         log_probs = torch.cat([continuous_log_probs, discrete_log_probs], dim=1)
         recurrent = self.critic.memory_size > 0
-        values = self.critic.values(
-            list(agent.obs), batch.group, agent.critic_memories[::length] if recurrent else None, length
-        )
-        baselines = self.critic.baselines(
-            list(agent.obs), batch.group, batch.baseline_memories[::length] if recurrent else None, length
+        values, baselines = self.critic.values_and_baselines(
+            list(agent.obs),
+            batch.group,
+            agent.critic_memories[::length] if recurrent else None,
+            batch.baseline_memories[::length] if recurrent else None,
+            length,
         )
         value_loss = torch.stack(
             [

@@ -136,6 +136,36 @@ class POCACritic(nn.Module):
         absent = torch.cat([~group.present, self._nobody_absent(group)], dim=1)
         return self._head(entities, absent, memories, sequence_length)
 
+    def values_and_baselines(
+        self,
+        obs: Sequence[Tensor],
+        group: GroupObservations,
+        value_memories: Tensor | None = None,
+        baseline_memories: Tensor | None = None,
+        sequence_length: int = 1,
+    ) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+        """:meth:`values` and :meth:`baselines` of the same rows in one pass: every member is
+        encoded once, and the two entity sets (which have the same size) go through the
+        attention, hidden layers and LSTM as one batch. Entities are attended as a set, so the
+        order within one (own first here) does not change the result."""
+        rows = group.present.shape[0]
+        own = self.encoder(obs).unsqueeze(1)  # [B, 1, w]
+        mates = self._encode_mates(group)  # [B, M, w]
+        embedded = self.obs_encoder(None, torch.cat([own, mates], dim=1))  # [B, 1 + M, h]
+        with_actions = self.obs_action_encoder(None, torch.cat([mates, self._flat_actions(group)], dim=2))
+        baseline_entities = torch.cat([embedded[:, :1], with_actions], dim=1)
+        absent = torch.cat([self._nobody_absent(group), ~group.present], dim=1)
+        memories = None
+        if self.memory is not None and value_memories is not None and baseline_memories is not None:
+            memories = torch.cat([value_memories, baseline_memories])
+        both, _ = self._head(
+            torch.cat([embedded, baseline_entities]), torch.cat([absent, absent]), memories, sequence_length
+        )
+        return (
+            {name: v[:rows] for name, v in both.items()},
+            {name: v[rows:] for name, v in both.items()},
+        )
+
     @staticmethod
     def _nobody_absent(group: GroupObservations) -> Tensor:
         """[B, 1] False: the agent itself is always present."""
