@@ -14,6 +14,7 @@ def _registry() -> dict[str, type[BuiltinEnv]]:
     from envs.builtin.ball3d import Ball3DEnv
     from envs.builtin.basic import BasicEnv
     from envs.builtin.collect import CollectEnv
+    from envs.builtin.dungeon_escape import DungeonEscapeEnv
     from envs.builtin.gridworld import GridWorldEnv
     from envs.builtin.hallway import HallwayEnv
     from envs.builtin.pyramids import PyramidsEnv
@@ -31,6 +32,7 @@ def _registry() -> dict[str, type[BuiltinEnv]]:
         HallwayEnv,
         CollectEnv,
         PyramidsEnv,
+        DungeonEscapeEnv,
     )
     return {cls.env_name: cls for cls in classes}
 
