@@ -17,6 +17,7 @@ def _registry() -> dict[str, type[BuiltinEnv]]:
     from envs.builtin.dungeon_escape import DungeonEscapeEnv
     from envs.builtin.gridworld import GridWorldEnv
     from envs.builtin.hallway import HallwayEnv
+    from envs.builtin.line_soccer import LineSoccerEnv
     from envs.builtin.pyramids import PyramidsEnv
     from envs.builtin.simple import SimpleEnv
     from envs.builtin.spawner import SpawnerEnv
@@ -33,6 +34,7 @@ def _registry() -> dict[str, type[BuiltinEnv]]:
         CollectEnv,
         PyramidsEnv,
         DungeonEscapeEnv,
+        LineSoccerEnv,
     )
     return {cls.env_name: cls for cls in classes}
 
