@@ -207,3 +207,25 @@ def test_a_scripted_sacrifice_always_escapes_and_random_play_rarely_does():
 def test_bad_options_name_the_option(options, word):
     with pytest.raises(ValueError, match=word):
         make_env("DungeonEscape", seed=0, **options)
+
+
+def ppo_escapes(params: dict[str, float], seed: int) -> np.ndarray:
+    """Train config/ppo/DungeonEscape.yaml (300k steps, 8 areas) with ``params``; every group
+    episode's outcome."""
+    import attrs
+
+    from tests.support.learning import train_env
+    from trainers.settings import load_run_options
+
+    settings = load_run_options("config/ppo/DungeonEscape.yaml").behavior_settings("DungeonEscape")
+    env = make_env("DungeonEscape", seed=seed, num_areas=8, env_parameters=params)
+    train_env(env, attrs.evolve(settings, threaded=False), seed=seed)
+    return np.array(env.escapes, float)
+
+
+@pytest.mark.slow
+def test_ppo_escapes_once_the_sacrifice_is_credited_and_not_otherwise():
+    credited = ppo_escapes({"group_reward_as_individual": 1, "absorbing_state": 1}, seed=1)
+    assert credited[-300:].mean() > 0.95  # measured: 1.0 from about 250k steps
+    control = ppo_escapes({"group_reward_as_individual": 1}, seed=1)
+    assert control[-300:].mean() < 0.15 < control[:500].mean()  # measured: 0.06, from about 0.2
