@@ -197,7 +197,12 @@ def update_batch(update: dict, old_values: dict[str, list[float]]) -> POCABatch:
         next_obs=(),
         dones=torch.zeros(rows),
     )
-    return POCABatch(agent=agent, old_baselines=columns(update["old_baselines"]), group=mates)
+    return POCABatch(
+        agent=agent,
+        old_baselines=columns(update["old_baselines"]),
+        baseline_memories=torch.zeros((rows, 0)),
+        group=mates,
+    )
 
 
 @pytest.mark.parametrize("name", WITH["update"])
