@@ -17,7 +17,8 @@ from tests.steps import NO_TERMINALS, action_info, behavior_spec, drain, fake_po
 from trainers.checkpoints import load_state
 from trainers.poca import POCA
 from trainers.poca_networks import GroupObservations
-from trainers.settings import POCASettings, TrainerSettings, structure_run_options
+from trainers.reward_signals import ExtrinsicReward
+from trainers.settings import ExtrinsicSettings, POCASettings, TrainerSettings, structure_run_options
 
 
 def options_for(tmp_path, max_steps: int, trainer_type: str = "poca", **checkpoint):
@@ -155,3 +156,17 @@ def test_checkpoint_state_round_trips():
         assert torch.allclose(a.critic.values(obs, group)["extrinsic"], b.critic.values(obs, group)["extrinsic"])
         assert torch.allclose(a.critic.baselines(obs, group)["extrinsic"], b.critic.baselines(obs, group)["extrinsic"])
     assert np.isclose(float(copy.critic.max_members), 2.0)
+
+
+def test_extrinsic_reward_adds_the_group_reward_and_for_poca_the_mates_rewards():
+    """As ML-Agents' ExtrinsicRewardProvider: own + group reward for every trainer; POCA
+    (add_groupmate_rewards) also adds the mates' individual rewards of the same step."""
+    manager = AgentManager(fake_policy(behavior_spec()), "T?team=0", StatsReporter("T"), 1000, threaded=False)
+    manager.add_experiences(vector_steps([1, 2], [0, 0], [0, 0], [4, 4]), NO_TERMINALS, 0, None)
+    steps = vector_steps([1, 2], [1, 1], [0.5, 0.25], [4, 4], [2.0, 2.0])
+    manager.add_experiences(steps, NO_TERMINALS, 0, action_info([1, 2], [[0.1]] * 2))
+    manager.end_episode()
+    first = {t.agent_id: t for t in drain(manager.trajectory_queue)}["agent_0-1"]
+    settings = ExtrinsicSettings(strength=2.0)
+    assert ExtrinsicReward(settings).rewards(first).tolist() == [2 * (0.5 + 2.0)]
+    assert ExtrinsicReward(settings, add_groupmate_rewards=True).rewards(first).tolist() == [2 * (0.5 + 2.0 + 0.25)]
