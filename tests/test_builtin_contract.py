@@ -115,7 +115,7 @@ def test_random_steps_and_resets_keep_the_contract(name):
         ("Simple", dict(num_agents=3, max_step=4, step_size=0.5)),
         ("Simple", dict(num_agents=2, num_teams=2, continuous_size=0, discrete_branches=2, step_size=0.5, memory=1)),
         ("DungeonEscape", dict(absorbing_state=1, time_penalty=1.0, size=3, max_step=10)),
-        ("DungeonEscape", dict(num_agents=2, group_reward_as_individual=1)),
+        ("DungeonEscape", dict(num_agents=2, time_penalty=1.0)),
         ("LineSoccer", dict(players_per_team=2, max_step=10)),
     ],
 )

@@ -124,10 +124,11 @@ def test_two_per_team_are_groups_and_results_come_as_group_rewards():
     assert env.get_steps(T0)[0].agent_id.tolist() == [0, 1, 8, 9]
     obs = env.get_steps(T0)[0].obs[0]
     assert obs.shape == (4, 6)
-    env = make_env("LineSoccer", seed=0, players_per_team=2, group_reward_as_individual=1)
+    env = make_env("LineSoccer", seed=0, players_per_team=2)
     place(env, 0, ball=1, team0=[0, 0], team1=[2, 3])
-    act(env, {2: FORWARD})
-    assert ends(env, T1)[0] == ([2, 3], [1.0, 1.0], [1.0, 1.0], [False, False])
+    act(env, {2: FORWARD})  # team 1 scores: the result only as group reward, individual reward 0
+    assert ends(env, T1)[0] == ([2, 3], [0.0, 0.0], [1.0, 1.0], [False, False])
+    assert ends(env, T0)[0] == ([0, 1], [0.0, 0.0], [-1.0, -1.0], [False, False])
 
 
 def test_teammate_and_opponent_observations_in_slot_order():
@@ -184,7 +185,6 @@ def test_random_play_is_even():
         (dict(length=4), "length"),
         (dict(env_parameters={"kick": 0}), "kick"),
         (dict(max_step=1.5), "max_step"),
-        (dict(group_reward_as_individual=2), "group_reward_as_individual"),
     ],
 )
 def test_bad_options_name_the_option(options, word):

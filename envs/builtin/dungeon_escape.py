@@ -19,22 +19,20 @@ in this order:
    interrupted), and the group restarts on the same step with fresh agent ids.
 
 The door opens only with the key and only eating the dragon drops the key, so every escape
-costs one agent: a sacrifice. The agent that dies never receives the +1 the others get later:
-a learner that credits each agent with its own rewards (PPO) sees dying as worth 0 and learns
-to avoid the dragon, while POCA's centralised critic values the group after the sacrifice and
-credits the agent that died. The group is interrupted (interrupted True for all remaining, no
-reward) after ``max_step`` decisions (30) and restarts.
+costs one agent: a sacrifice. Every trainer sees the group reward (PPO, SAC and POCA add it to
+the extrinsic reward, as ML-Agents does), but the agent that dies leaves the group at once and
+never receives the +1 the others get later: PPO, which credits each agent with the rewards of
+its own episode, sees dying as worth 0 and learns to avoid the dragon, while POCA bootstraps the
+value of an agent that left early from the group's value and so credits its sacrifice. The
+group is interrupted (interrupted True for all remaining, no reward) after ``max_step``
+decisions (30) and restarts.
 
 Time penalty: ML-Agents' DungeonEscapeEnvController gives none (only ``AddGroupReward(1f)``
 on unlocking; the ``AddGroupReward(-1f / MaxEnvironmentSteps)`` of other ML-Agents examples is
 absent from it). Here ``time_penalty`` (0 by default, as ML-Agents) is a total spread as group
 reward ``-time_penalty / max_step`` to every member alive at each decision. Leave it at 0 for
-the POCA-versus-PPO comparison: with a time penalty seen as individual reward, dying early ends
-an agent's penalties, which pays the sacrifice for PPO too.
-
-``group_reward_as_individual`` (0 by default): every group reward (the +1, time penalties) is
-also added to the members' individual rewards, so a trainer that ignores group rewards (PPO)
-sees the same reward a group trainer does: the PPO control of config/ppo/DungeonEscape.yaml.
+the POCA-versus-PPO comparison: with a time penalty, dying early ends an agent's penalties,
+which pays the sacrifice for PPO too.
 
 ``absorbing_state`` (0 by default; ML-Agents' ``absorbing_state`` environment parameter): the
 eaten agent is not removed but teleported out of the room (ML-Agents moves it far away): it
@@ -52,9 +50,8 @@ position minus own, holding the key (0/1) (all 0 once it has left).
 
 Parameters (constructor options, or environment parameters of the same names): ``size`` (4,
 a whole number >= 3) and ``num_agents`` (3, a whole number >= 2) fix the specs and are read at
-construction; ``max_step`` (30, >= 1), ``time_penalty`` (0, >= 0),
-``group_reward_as_individual`` (0 or 1) and ``absorbing_state`` (0 or 1) are read at each group
-episode start. Bad values raise ValueError naming the option.
+construction; ``max_step`` (30, >= 1), ``time_penalty`` (0, >= 0) and ``absorbing_state``
+(0 or 1) are read at each group episode start. Bad values raise ValueError naming the option.
 
 Stats, once per group episode: ``DungeonEscape/Escaped`` (AVERAGE: 1 if the door opened, else
 0), ``DungeonEscape/Dragon Slain`` (AVERAGE: 1 if an agent was eaten) and
@@ -65,13 +62,13 @@ How hard, with the defaults (tests/test_builtin_dungeon_escape.py): a scripted p
 agent in the lowest slot walks to the dragon, the survivor nearest the key fetches it and
 opens the door) escapes in every episode, in about 7.3 decisions; a uniform random policy
 escapes in about 18% of episodes (the dragon eats someone in 89%). PPO with
-config/ppo/DungeonEscape.yaml (``group_reward_as_individual`` 1, 8 areas) learns to avoid
+config/ppo/DungeonEscape.yaml (8 areas), which sees the +1 as group reward, learns to avoid
 the dragon: escapes fall from 17-22% of the first fifth of its episodes to 6%, 6% and 11% of
-the last 300 at 300k steps (seeds 1-3, about 15 s of CPU each), a mean reward of 0.02-0.09
-(every agent of an escape scores 1 but the eaten one 0: 0.67 at best). The same settings
-with ``absorbing_state`` 1 escape in every episode from about 250k steps (seeds 1, 2): the
-task is learnable once the sacrifice is credited, which is POCA's job without absorbing
-states. Compare trainers on ``DungeonEscape/Escaped``: the rewards differ between them.
+the last 300 at 300k steps (seeds 1-3, about 15 s of CPU each). The same settings with
+``absorbing_state`` 1 escape in every episode from about 250k steps (seeds 1, 2): the task is
+learnable once the sacrifice is credited, which is POCA's job without absorbing states.
+Compare trainers on ``DungeonEscape/Escaped``: the rewards differ between them (the +1 is a
+group reward, so ``Environment/Cumulative Reward``, individual rewards only, stays 0).
 """
 
 from __future__ import annotations
@@ -126,7 +123,6 @@ class DungeonEscapeEnv(BuiltinEnv):
         num_agents: int | None = None,
         max_step: int | None = None,
         time_penalty: float | None = None,
-        group_reward_as_individual: bool | None = None,
         absorbing_state: bool | None = None,
     ) -> None:
         params = dict(env_parameters or {})
@@ -140,7 +136,6 @@ class DungeonEscapeEnv(BuiltinEnv):
             for key, value in (
                 ("max_step", max_step),
                 ("time_penalty", time_penalty),
-                ("group_reward_as_individual", group_reward_as_individual),
                 ("absorbing_state", absorbing_state),
             )
             if value is not None
@@ -153,18 +148,15 @@ class DungeonEscapeEnv(BuiltinEnv):
     def _option(self, key: str, default: float) -> float:
         return float(self._fixed.get(key, self._param(key, default)))
 
-    def _episode_options(self) -> tuple[int, float, bool, bool]:
+    def _episode_options(self) -> tuple[int, float, bool]:
         max_step = _whole("max_step", self._option("max_step", DEFAULT_MAX_STEP), 1)
         penalty = self._option("time_penalty", 0.0)
         if not penalty >= 0:
             raise ValueError(f"DungeonEscape: time_penalty must be >= 0 (got {penalty!r})")
-        as_individual = self._option("group_reward_as_individual", 0.0)
-        if as_individual not in (0.0, 1.0):
-            raise ValueError(f"DungeonEscape: group_reward_as_individual must be 0 or 1 (got {as_individual!r})")
         absorbing = self._option("absorbing_state", 0.0)
         if absorbing not in (0.0, 1.0):
             raise ValueError(f"DungeonEscape: absorbing_state must be 0 or 1 (got {absorbing!r})")
-        return max_step, penalty, as_individual == 1.0, absorbing == 1.0
+        return max_step, penalty, absorbing == 1.0
 
     # ---- world --------------------------------------------------------------------------------
 
@@ -186,7 +178,6 @@ class DungeonEscapeEnv(BuiltinEnv):
         self._steps = np.zeros(n, dtype=np.int64)
         self._max_step = np.zeros(n, dtype=np.int64)
         self._penalty = np.zeros(n)
-        self._as_individual = np.zeros(n, dtype=bool)
         self._absorbing = np.zeros(n, dtype=bool)
 
     def _begin_groups(self, areas: np.ndarray) -> None:
@@ -207,10 +198,9 @@ class DungeonEscapeEnv(BuiltinEnv):
         self._key_on_floor[areas] = False
         self._key[areas] = 0
         self._steps[areas] = 0
-        max_step, penalty, as_individual, absorbing = self._episode_options()
+        max_step, penalty, absorbing = self._episode_options()
         self._max_step[areas] = max_step
         self._penalty[areas] = penalty
-        self._as_individual[areas] = as_individual
         self._absorbing[areas] = absorbing
         self._agents.start(slots)
 
@@ -243,12 +233,6 @@ class DungeonEscapeEnv(BuiltinEnv):
         self._begin_groups(np.arange(self.num_areas))
         self._agents.decide(self._slots, self._observe(self._slots))
 
-    def _give_group_reward(self, slots: np.ndarray, amount: np.ndarray) -> None:
-        """Group reward ``amount`` ([len(slots)]) to ``slots``; also individual reward where the
-        area has ``group_reward_as_individual``."""
-        self._agents.add_group_reward(slots, amount)
-        self._agents.reward[slots] += np.where(self._as_individual[self._area[slots]], amount, 0.0).astype(np.float32)
-
     def _first_per_area(self, flags: np.ndarray) -> np.ndarray:
         """[slots] bool -> [slots] bool: only the lowest flagged slot of each area."""
         per_area = flags.reshape(self.num_areas, self.num_agents)
@@ -267,7 +251,7 @@ class DungeonEscapeEnv(BuiltinEnv):
         living = np.flatnonzero(active)
         penalty = self._penalty[self._area[living]] / self._max_step[self._area[living]]
         if penalty.any():
-            self._give_group_reward(living, -penalty)
+            self._agents.add_group_reward(living, -penalty)
 
         # 1. the dragon eats one agent and drops the key
         on_dragon = present & self._dragon_alive[self._area] & (self._pos == self._dragon[self._area]).all(axis=1)
@@ -292,7 +276,7 @@ class DungeonEscapeEnv(BuiltinEnv):
         timed_out = ~escaped & (self._steps >= self._max_step)
         winners = np.flatnonzero(active & ~eaten & escaped[self._area])
         if len(winners):
-            self._give_group_reward(winners, np.full(len(winners), ESCAPE_REWARD))
+            self._agents.add_group_reward(winners, np.full(len(winners), ESCAPE_REWARD))
 
         over = escaped | timed_out
         ending = eaten | (active & ~eaten & over[self._area])

@@ -18,11 +18,10 @@ add up, clamped to ``kick`` cells, so the two teams' kicks cancel. A ball kicked
 Rewards and episode ends: a goal ends the game for every player (TerminalSteps, not
 interrupted): +1 for every scoring player, -1 for every player of the other team. With
 ``players_per_team`` 2 each team of an area is a group (group ids ``2 * area + 1`` for team 0,
-``2 * area + 2`` for team 1) and the +1 / -1 come as group rewards (individual reward 0), as
-Unity's SoccerTwos gives them (``AddGroupReward``); a self-play trainer must then read a game's
-result from reward + group reward (as ML-Agents' ghost trainer does). With
-``group_reward_as_individual`` 1 they are given as individual rewards too (for PPO, which
-ignores group rewards). After ``max_step``
+``2 * area + 2`` for team 1) and the +1 / -1 come as group rewards only (individual reward 0),
+as Unity's SoccerTwos gives them (``AddGroupReward``); every trainer (PPO, SAC, POCA) adds the
+group reward to the extrinsic reward, as ML-Agents does, and a self-play trainer reads a game's
+result from reward + group reward (as ML-Agents' ghost trainer does). After ``max_step``
 decisions (30) without a goal the game is a draw: every player is interrupted with reward 0.
 There is no other reward. The next game starts on the same step with fresh agent ids.
 
@@ -34,9 +33,8 @@ teammate's position (with 2 per team); then the opponents' positions, in slot or
 
 Parameters (constructor options, or environment parameters of the same names):
 ``players_per_team`` (1 or 2) and ``length`` (7, a whole number >= 5) fix the specs and are
-read at construction, as is ``group_reward_as_individual`` (0 or 1; only meaningful with 2 per
-team); ``kick`` (2, >= 1) and ``max_step`` (30, >= 1) are read at each game start. Bad
-values raise ValueError naming the option.
+read at construction; ``kick`` (2, >= 1) and ``max_step`` (30, >= 1) are read at each game
+start. Bad values raise ValueError naming the option.
 
 Stats, once per game: ``LineSoccer/Team 0 Wins``, ``LineSoccer/Team 1 Wins``,
 ``LineSoccer/Draws`` (AVERAGE, each 1 or 0) and ``LineSoccer/Episode Length`` (AVERAGE,
@@ -48,8 +46,8 @@ team 0 wins about 27% of games, team 1 23%, 50% are draws (2 per team: 32% / 32%
 scripted chaser (step forward while the ball is ahead, else back) beats random in 99% of
 games, from either side, in about 5.4 decisions, and draws about half its games against
 itself. PPO (config/ppo/LineSoccer.yaml without self-play, 8 areas) against a random team 1
-wins 97% of games after 60k steps (about 6 s of CPU); with 2 per team and
-``group_reward_as_individual`` 1, 96% after 100k steps.
+wins 97% of games after 60k steps (about 6 s of CPU); with 2 per team (the results as group
+rewards only), 98% and 95% after 100k steps (seeds 1, 2).
 """
 
 from __future__ import annotations
@@ -97,7 +95,6 @@ class LineSoccerEnv(BuiltinEnv):
         length: int | None = None,
         kick: int | None = None,
         max_step: int | None = None,
-        group_reward_as_individual: bool | None = None,
     ) -> None:
         params = dict(env_parameters or {})
         players = players_per_team if players_per_team is not None else params.get("players_per_team", 1)
@@ -105,14 +102,6 @@ class LineSoccerEnv(BuiltinEnv):
         if self.players_per_team > 2:
             raise ValueError(f"LineSoccer: players_per_team must be 1 or 2 (got {self.players_per_team})")
         self.length = _whole("length", length if length is not None else params.get("length", DEFAULT_LENGTH), 5)
-        as_individual = (
-            group_reward_as_individual
-            if group_reward_as_individual is not None
-            else params.get("group_reward_as_individual", 0)
-        )
-        if float(as_individual) not in (0.0, 1.0):
-            raise ValueError(f"LineSoccer: group_reward_as_individual must be 0 or 1 (got {as_individual!r})")
-        self.group_reward_as_individual = bool(as_individual)
         self._fixed = {key: value for key, value in (("kick", kick), ("max_step", max_step)) if value is not None}
         self.results: list[int] = []
         super().__init__(seed=seed, worker_id=worker_id, env_parameters=env_parameters, num_areas=num_areas)
@@ -199,7 +188,7 @@ class LineSoccerEnv(BuiltinEnv):
                 result = np.where(winner[self._area[slots]] == team, 1.0, -1.0) * scored[self._area[slots]]
                 if self.grouped:
                     agents.add_group_reward(slots, result)
-                if not self.grouped or self.group_reward_as_individual:
+                else:
                     agents.reward[slots] += result.astype(np.float32)
                 agents.end(slots, self._observe(team, slots), draw[self._area[slots]])
             results = np.where(winner[ended] == 0, 1, np.where(winner[ended] == 1, -1, 0))

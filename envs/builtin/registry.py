@@ -61,9 +61,8 @@ def make_env(
     environments that have them (``Simple``: continuous_size, discrete_branches, num_visual,
     vis_obs_size as an (H, W, C) tuple, num_var_len, var_len_obs_size, memory, goal_indices,
     num_teams, asymmetric, num_agents; ``DungeonEscape``: size, num_agents, max_step, time_penalty,
-    group_reward_as_individual, absorbing_state; ``LineSoccer``: players_per_team, length, kick,
-    max_step, group_reward_as_individual). Raises UnknownBuiltinEnvError (a ValueError) naming
-    the available environments.
+    absorbing_state; ``LineSoccer``: players_per_team, length, kick, max_step). Raises
+    UnknownBuiltinEnvError (a ValueError) naming the available environments.
     """
     key = name[len(BUILTIN_PREFIX) :] if name.startswith(BUILTIN_PREFIX) else name
     registry = _registry()
