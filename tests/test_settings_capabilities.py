@@ -36,13 +36,10 @@ REFUSED = {
     ],
     "poca/SoccerTwos.yaml": [
         "behaviors.SoccerTwos.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-        "behaviors.SoccerTwos.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
     ],
     "poca/StrikersVsGoalie.yaml": [
         "behaviors.Goalie.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-        "behaviors.Goalie.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
         "behaviors.Striker.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-        "behaviors.Striker.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
     ],
     "ppo/3DBall_randomize.yaml": [
         "environment_parameters.mass: samplers are not supported yet (uniform); use a constant value",
@@ -136,17 +133,15 @@ def test_raising_wrapper_lists_every_problem_together() -> None:
         require_capabilities(options, BUILTIN)
     assert isinstance(info.value, ConfigError)
     lines = str(info.value).splitlines()
-    assert lines[0] == "4 things in the run configuration are not supported yet:"
+    assert lines[0] == "2 things in the run configuration are not supported yet:"
     assert [line.strip() for line in lines[1:]] == REFUSED["poca/StrikersVsGoalie.yaml"]
 
 
 def test_one_problem_is_one_line() -> None:
-    options = structure_run_options({"behaviors": {"A": {"trainer_type": "sac", "self_play": {}}}})
+    options = structure_run_options({"behaviors": {"A": {"trainer_type": "poca", "self_play": {}}}})
     with pytest.raises(UnsupportedFeatureError) as info:
         require_capabilities(options, BUILTIN)
-    assert str(info.value) == (
-        "behaviors.A.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section"
-    )
+    assert str(info.value) == "behaviors.A.trainer_type: 'poca' has no trainer yet (available: ppo, sac)"
 
 
 def test_plugin_trainer_types_are_allowed_and_own_their_components() -> None:
@@ -158,12 +153,9 @@ def test_plugin_trainer_types_are_allowed_and_own_their_components() -> None:
         "behaviors.P.reward_signals.curiosity: the curiosity reward signal is not supported yet for trainer_type "
         "poca (only extrinsic); remove it",
     ]
-    # Self-play is run-wide machinery: refused for plugin types too.
+    # Self-play wraps the trainer loop, whatever the algorithm: accepted for plugin types too.
     soccer = load_run_options(CONFIGS / "poca/SoccerTwos.yaml")
-    assert check_capabilities(soccer, {"ppo", "poca"}) == [
-        "behaviors.SoccerTwos.self_play: self-play (the ghost trainer) is not supported yet; "
-        "remove the self_play section"
-    ]
+    assert check_capabilities(soccer, {"ppo", "poca"}) == []
 
 
 def test_default_settings_are_checked_since_they_train_unlisted_behaviors() -> None:
@@ -219,7 +211,7 @@ def test_constants_and_one_lesson_constant_curricula_are_accepted() -> None:
     ]
 
 
-def test_self_play_sections_are_never_ignored_and_cloning_is_accepted() -> None:
+def test_self_play_and_cloning_are_accepted() -> None:
     options = structure_run_options(
         {
             "behaviors": {
@@ -230,9 +222,7 @@ def test_self_play_sections_are_never_ignored_and_cloning_is_accepted() -> None:
             }
         }
     )
-    assert check_capabilities(options, BUILTIN) == [
-        "behaviors.A.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
-    ]
+    assert check_capabilities(options, BUILTIN) == []
 
 
 # ---------------------------------------------------------------- import direction
