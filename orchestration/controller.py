@@ -139,7 +139,7 @@ class TrainerController:
         reporter = self.hub.reporter(name)
         self.reporters[name] = reporter
         checkpoints = BehaviorCheckpoints(self.run_dir, name, settings.keep_checkpoints, self.status)
-        trainer: Trainer | GhostTrainer = self.registry.create(
+        wrapped = self.registry.create(
             behavior_name=name,
             behavior_spec=spec,
             settings=settings,
@@ -148,8 +148,12 @@ class TrainerController:
             seed=self.seed,
             device=self.device,
         )
+        # --inference acts with the learning policy on every team: no ghost around it
+        trainer: Trainer | GhostTrainer = wrapped
         if settings.self_play is not None and not self.inference:
-            trainer = GhostTrainer(trainer=trainer, controller=self.ghost_controller, seed=self.seed, status=self.status)
+            trainer = GhostTrainer(
+                trainer=wrapped, controller=self.ghost_controller, seed=self.seed, status=self.status
+            )
         if self.resume or self.inference:
             if checkpoints.latest_path.exists():
                 trainer.resume(replay_buffer=not self.inference)

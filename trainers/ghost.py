@@ -252,7 +252,7 @@ class GhostTrainer:
         self.snapshot_counter = 0
         self.current_weights: Weights | None = None  # the learning policy's latest weights
         self.policy_elos = [float(settings.initial_elo)] * (self.window + 1)
-        self.current_opponent = LATEST
+        self.current_opponent = 0  # the ghosted teams start with the initial policy, snapshot 0
         self.learning_team: int | None = None  # the team this ghost last acted on as learning
         self.last_save = 0
         self.last_swap = 0

@@ -312,6 +312,17 @@ class Trainer:
             ) from None
 
 
+class Advances(Protocol):
+    """What :class:`TrainerThread` runs: the trainer loop, or the ghost trainer around one."""
+
+    @property
+    def behavior_name(self) -> str: ...
+
+    def advance(self, timeout: float = 0.0) -> bool: ...
+
+    def close_queues(self) -> None: ...
+
+
 class TrainerThread:
     """Runs ``trainer.advance()`` in a daemon thread until ``stop`` is set.
 
@@ -320,7 +331,7 @@ class TrainerThread:
     (after saving the healthy behaviors) instead of waiting on a trainer that is gone.
     """
 
-    def __init__(self, trainer: Trainer, stop: threading.Event):
+    def __init__(self, trainer: Advances, stop: threading.Event):
         self.trainer = trainer
         self.stop = stop
         self.failed = threading.Event()
