@@ -212,6 +212,9 @@ class TrainerController:
                 if name not in self.threads:
                     trainer.advance(0.0)
             self._raise_first_failure()
+            if self.ghost_controller.should_reset():
+                # the learning team changed: every episode starts anew with the new roles
+                env_manager.request_reset()
         now = self._clock()
         if now - self._last_perf >= PERF_REPORT_INTERVAL_S:
             self.report_perf(env_manager, now - self._last_perf)

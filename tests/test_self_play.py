@@ -475,6 +475,7 @@ def test_a_two_team_run_writes_elo_and_resume_restores_the_window(tmp_path, capl
     assert len(elos) >= 2 and len(set(elos)) > 1  # against snapshots the rating moves
     assert any("ELO: " in record.getMessage() for record in caplog.records)
     assert first.controller.changes == 2  # team_change 700: at steps > 700 and > 1400
+    assert run.env_manager.reset_count == 2  # each change resets the environment (ML-Agents)
     status = json.loads((tmp_path / "sp" / "run_logs" / "training_status.json").read_text())
     assert status["Simple"]["elo"] == pytest.approx(first.current_elo)
     assert (tmp_path / "sp" / "Simple.onnx").exists()
@@ -492,3 +493,58 @@ def test_a_two_team_run_writes_elo_and_resume_restores_the_window(tmp_path, capl
     assert second.controller.state() == first.controller.state()
     outcome = resumed.run()
     assert outcome.steps["Simple"] >= 2500
+
+
+def test_team_changes_reset_every_worker_process(tmp_path):
+    options = run_options(tmp_path, max_steps=1200)
+    options = attrs.evolve(options, env_settings=attrs.evolve(options.env_settings, num_envs=2))
+    run = build_run(options, env_factory=simple_two_teams, console=False)
+    outcome = run.run()
+    assert outcome.steps["Simple"] >= 1200
+    changes = run.controller.ghost_controller.changes
+    assert changes == 1
+    assert run.env_manager.reset_count == 2 * changes  # both workers, once per change
+    assert run.env_manager.restart_count == 0
+
+
+# ---------------------------------------------------------------- environment resets
+
+
+def test_a_reset_request_drops_the_next_steps_and_resets_the_environment():
+    from envs.workers import InProcessPool, OpenEnv
+    from orchestration.env_manager import EnvManager
+    from tests.test_env_manager import runtimes_factory
+
+    env = make_env("3DBall", seed=1)
+    resets = []
+    original = env.reset
+    env.reset = lambda: (resets.append(1), original())[1]  # type: ignore[method-assign]
+    runtimes: dict = {}
+    manager = EnvManager(InProcessPool(opener=lambda w: OpenEnv(env, lambda: {})), runtimes_factory(runtimes))
+    for _ in range(3):
+        manager.advance()
+    agents = runtimes["3DBall?team=0"].manager
+    assert agents.live_agents == 12 and resets == []
+    manager.request_reset()
+    assert manager.advance() == 0  # the step is dropped with the agents' unfinished data
+    assert resets == [1] and manager.reset_count == 1 and agents.live_agents == 0
+    assert agents.trajectory_queue.empty()  # nothing published
+    manager.advance()
+    assert agents.live_agents == 12  # the reset's first observations
+    manager.close()
+
+
+def test_a_pool_that_cannot_reset_goes_on_without(caplog):
+    from orchestration.env_manager import EnvManager
+    from tests.test_env_manager import ScriptedPool, runtimes_factory
+
+    runtimes: dict = {}
+    manager = EnvManager(ScriptedPool(), runtimes_factory(runtimes))
+    manager.advance()
+    manager.request_reset()
+    with caplog.at_level(logging.WARNING):
+        assert manager.advance() == 2
+    assert "cannot reset its environments" in caplog.text and manager.reset_count == 0
+    manager.request_reset()
+    assert manager.advance() == 2
+    manager.close()
