@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from envs.builtin import make_env
-from tests.support.learning import PPO_TEST_CONFIG, train_env
-from trainers.settings import SelfPlaySettings
+from tests.support.learning import PPO_TEST_CONFIG, SAC_TEST_CONFIG, train_env
+from trainers.settings import SelfPlaySettings, TrainerSettings
 
 pytestmark = pytest.mark.slow  # trains policies
 
@@ -32,11 +32,18 @@ ACTIONS = {"discrete": {"continuous_size": 0, "discrete_branches": 1}, "continuo
 
 
 def final_returns(
-    actions: str, self_play: SelfPlaySettings, max_steps: int, *, asymmetric: bool = False, seed: int = 1
+    actions: str,
+    self_play: SelfPlaySettings,
+    max_steps: int,
+    *,
+    asymmetric: bool = False,
+    seed: int = 1,
+    base: TrainerSettings = PPO_TEST_CONFIG,
+    threaded: bool = False,
 ) -> dict[str, float]:
     """Train Simple with two teams; the mean of the last 5 returns per behavior id."""
     env = make_env("Simple", seed=seed, num_teams=2, asymmetric=asymmetric, **ACTIONS[actions])
-    settings = attrs.evolve(PPO_TEST_CONFIG, self_play=self_play, max_steps=max_steps)
+    settings = attrs.evolve(base, self_play=self_play, max_steps=max_steps, threaded=threaded)
     train_env(env, settings, seed=seed)
     return {name: float(np.mean(returns[-5:])) for name, returns in env.episode_returns_by_behavior.items()}
 
@@ -85,3 +92,11 @@ def test_simple_asymm_ghost(actions):
 def test_simple_asymm_ghost_fails(actions):
     returns = simple_asymm_ghost_fails(actions)
     assert returns["SimpleOpp?team=1"] > SUCCESS > returns["Simple?team=0"], returns
+
+
+@pytest.mark.parametrize(("base", "max_steps"), [(PPO_TEST_CONFIG, 4000), (SAC_TEST_CONFIG, 2000)], ids=["ppo", "sac"])
+def test_asymm_ghost_with_threaded_trainers_of_either_algorithm(base, max_steps):
+    """The ghost wraps whatever algorithm the trainer runs, in the trainer's own thread."""
+    sp = SelfPlaySettings(play_against_latest_model_ratio=1.0, save_steps=10000, swap_steps=10000, team_change=400)
+    returns = final_returns("discrete", sp, max_steps, asymmetric=True, base=base, threaded=True)
+    assert all(r > SUCCESS for r in returns.values()), returns
