@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import zlib
 from collections import deque
 from collections.abc import Mapping
@@ -258,6 +259,8 @@ class GhostTrainer:
         self.last_swap = 0
         self.last_team_change = 0
         self._restored = False
+        # add_team (main thread) and advance (the trainer's thread when threaded) take turns
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ the trainer's face
 
@@ -342,25 +345,34 @@ class GhostTrainer:
         """A team's AgentManager: its trajectories come to this ghost, its policy queue gets
         the learning policy's weights while its team learns, a snapshot's otherwise."""
         team = BehaviorIdentifiers.from_name_behavior_id(behavior_id).team_id
-        first = not self._teams
-        self._teams[behavior_id] = (team, manager)
-        self.controller.subscribe_team(team, self)
-        if first:
-            self.current_weights = self.trainer.policy.get_weights()
-            if not self._restored:
-                self._save_snapshot()  # the initial policy is the first snapshot
-            if self.learning_team is None:
-                self.learning_team = self.controller.learning_team
-        if team == self.learning_team:
-            manager.policy_queue.put(self.current_weights)
-        elif self._restored and self.snapshots:
-            manager.policy_queue.put(self._opponent_weights())
+        with self._lock:
+            first = not self._teams
+            self._teams[behavior_id] = (team, manager)
+            self.controller.subscribe_team(team, self)
+            if first:
+                self.current_weights = self.trainer.policy.get_weights()
+                if not self._restored:
+                    self._save_snapshot()  # the initial policy is the first snapshot
+                if self.learning_team is None:
+                    self.learning_team = self.controller.learning_team
+            if team == self.learning_team:
+                manager.policy_queue.put(self.current_weights)
+            elif self._restored and self.snapshots:
+                manager.policy_queue.put(self._opponent_weights())
 
     # ------------------------------------------------------------------ the loop
 
     def advance(self, timeout: float = 0.0) -> bool:
-        """Route the teams' trajectories, advance the wrapped trainer, then snapshots, team
-        changes and swaps as due (ML-Agents' order). Returns whether anything was done."""
+        """Route the teams' trajectories (waiting up to ``timeout`` s for the first), advance
+        the wrapped trainer, then snapshots, team changes and swaps as due (ML-Agents' order).
+        Returns whether anything was done."""
+        with self._lock:
+            if self._teams:
+                return self._advance(timeout)
+        time.sleep(timeout)  # no team yet: a threaded trainer starts before its first team
+        return False
+
+    def _advance(self, timeout: float) -> bool:
         worked = self._route(timeout)
         worked = self.trainer.advance(0.0) or worked
         if self.schedule_step - self.last_team_change > self.self_play.team_change:
