@@ -548,3 +548,22 @@ def test_a_pool_that_cannot_reset_goes_on_without(caplog):
     manager.request_reset()
     assert manager.advance() == 2
     manager.close()
+
+
+def test_inference_acts_with_the_learning_policy_on_every_team(tmp_path):
+    build_run(run_options(tmp_path, max_steps=600), env_factory=simple_two_teams, console=False).run()
+    options = run_options(tmp_path, max_steps=600)
+    options = attrs.evolve(
+        options, checkpoint_settings=attrs.evolve(options.checkpoint_settings, inference=True, resume=True)
+    )
+    run = build_run(options, env_factory=simple_two_teams, console=False)
+    for _ in range(5):
+        run.controller.advance(run.env_manager)
+    trainer = run.controller.trainers["Simple"]
+    assert not isinstance(trainer, GhostTrainer)
+    learned = load_state(tmp_path / "sp" / "Simple" / "checkpoint.pt")
+    assert learned["step"] == trainer.step
+    for runtime in run.env_manager.runtimes.values():
+        weights = runtime.policy.get_weights()
+        assert all(torch.equal(weights[k], v) for k, v in trainer.policy.get_weights().items())
+    run.env_manager.close()
