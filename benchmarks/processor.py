@@ -4,7 +4,9 @@ Scenes: 1, 16, 128 and 1024 agents with an 8-float vector observation and a cont
 action of 2, time horizon 64, about 5% of agents terminating each step and coming back at
 once under a fresh id (as Unity does); and 16 agents with one 84x84x3 visual observation. The
 recurrent scenes add a memory of 128 floats per agent (ML-Agents' Hallway): the processor keeps
-it per agent and stores the memory fed with every step in the trajectory.
+it per agent and stores the memory fed with every step in the trajectory. The grouped scenes put
+agents in groups of 4 (Unity's multi-agent groups, as POCA trains them) with a group reward:
+the processor then also records each agent's group mates at every step.
 All steps are built before timing; the trajectory queue is drained after every step, as a
 trainer would. The figure is the median of several repeats.
 """
@@ -36,10 +38,15 @@ TERMINATING_FRACTION = 0.05
 CONTINUOUS = 2
 
 
-def build_steps(agents: int, obs_shape: tuple[int, ...], steps: int, memory: int = 0, seed: int = 0) -> list[tuple]:
-    """(DecisionSteps, TerminalSteps, ActionInfo for the previous decision) per step."""
+def build_steps(
+    agents: int, obs_shape: tuple[int, ...], steps: int, memory: int = 0, seed: int = 0, group_size: int = 0
+) -> list[tuple]:
+    """(DecisionSteps, TerminalSteps, ActionInfo for the previous decision) per step; with
+    ``group_size``, agents 0..group_size-1 form group 1, the next ones group 2, and so on."""
     rng = np.random.default_rng(seed)
     ids = np.arange(agents, dtype=np.int32)
+    groups = (np.arange(agents) // group_size + 1).astype(np.int32) if group_size else np.zeros(agents, np.int32)
+    group_reward = np.full(agents, 0.01 if group_size else 0.0, np.float32)
     next_id = agents
     sequence = []
     previous: ActionInfo | None = None
@@ -56,16 +63,16 @@ def build_steps(agents: int, obs_shape: tuple[int, ...], steps: int, memory: int
             rng.random(n_end, dtype=np.float32),
             np.zeros(n_end, bool),
             ended_ids,
-            np.zeros(n_end, np.int32),
-            np.zeros(n_end, np.float32),
+            groups[ending],
+            group_reward[ending],
         )
         decision = DecisionSteps(
             [rng.random((agents, *obs_shape), dtype=np.float32)],
             rng.random(agents, dtype=np.float32),
             ids,
             None,
-            np.zeros(agents, np.int32),
-            np.zeros(agents, np.float32),
+            groups,
+            group_reward,
         )
         sequence.append((decision, terminal, previous))
         actions = rng.standard_normal((agents, CONTINUOUS)).astype(np.float32)
@@ -82,13 +89,15 @@ def build_steps(agents: int, obs_shape: tuple[int, ...], steps: int, memory: int
     return sequence
 
 
-def measure(agents: int, obs_shape: tuple[int, ...], steps: int, repeats: int, memory: int = 0) -> dict:
+def measure(
+    agents: int, obs_shape: tuple[int, ...], steps: int, repeats: int, memory: int = 0, group_size: int = 0
+) -> dict:
     spec = BehaviorSpec(
         [ObservationSpec(obs_shape, (DimensionProperty.NONE,) * len(obs_shape), ObservationType.DEFAULT, "obs")],
         ActionSpec(CONTINUOUS, ()),
     )
     policy = SimpleNamespace(behavior_spec=spec, memory_size=memory)
-    sequence = build_steps(agents, obs_shape, steps, memory)
+    sequence = build_steps(agents, obs_shape, steps, memory, group_size=group_size)
     rates = []
     trajectories = 0
     for _ in range(repeats):
@@ -110,6 +119,7 @@ def measure(agents: int, obs_shape: tuple[int, ...], steps: int, repeats: int, m
         "agents": agents,
         "obs_shape": list(obs_shape),
         "memory_size": memory,
+        "group_size": group_size,
         "steps": steps,
         "repeats": repeats,
         "trajectories_per_repeat": trajectories,
@@ -126,6 +136,8 @@ def main() -> None:
         measure(16, (84, 84, 3), 300, 3),
         measure(16, (8,), 5_000, 5, memory=128),
         measure(1024, (8,), 300, 5, memory=128),
+        measure(16, (8,), 5_000, 5, group_size=4),
+        measure(1024, (8,), 300, 5, group_size=4),
     ]
     print(json.dumps({"benchmark": "processor", "time_horizon": HORIZON, "results": scenes}))
 

@@ -25,6 +25,7 @@ from mlagents_envs.base_env import BehaviorSpec, DecisionSteps, TerminalSteps
 
 from processors.agent_table import AgentTable, agent_keys, split_key, take_rows
 from processors.behavior_id import get_global_agent_id
+from processors.groups import GroupTable
 from processors.queue import AgentManagerQueue
 from processors.trajectory import ActionInfo, Trajectory
 from stats import StatsAggregationMethod, StatsReporter
@@ -96,6 +97,7 @@ class AgentProcessor:
         # Group ids and rewards are written from the first step that has any: until then
         # the table's group columns are all zeros, which is what they would hold.
         self._grouped = False
+        self._groups: GroupTable | None = None  # the group mates' statuses, from the first grouped step
         self._zero_groups = (np.zeros(0, np.int32), np.zeros(0, np.float32))
         # Per worker: the agent ids and slots of the latest decision, which the next
         # ActionInfo normally covers, so its lookup can be skipped.
@@ -132,6 +134,8 @@ class AgentProcessor:
             )
         if previous_action is not None and len(previous_action) > 0:
             self._record_actions(table, worker_id, previous_action)
+        if self._grouped:
+            self._group_table().record(table, worker_id, decision_steps, terminal_steps)
         if n_terminals > 0:
             self._record_terminals(table, worker_id, terminal_steps)
         if n_decisions > _SMALL_BATCH:
@@ -459,6 +463,7 @@ class AgentProcessor:
             ids, rewards = self._no_group(length)
             group_ids = [ids[:count] for count in count_list]
             group_rewards = [rewards[:count] for count in count_list]
+        mates = self._group_table().take(table, slots, count_list) if self._grouped else [None] * len(count_list)
         keys = table.slot_key[slots].tolist()
         starts = (~table.agent.published[slots]).tolist()
         table.agent.published[slots] = True
@@ -482,11 +487,23 @@ class AgentProcessor:
                 group_id=group_ids[k],
                 group_rewards=group_rewards[k],
                 episode_start=starts[k],
+                groupmates=mates[k],
             )
             for k, (count, key) in enumerate(zip(count_list, keys))
         ]
         for trajectory_queue in self._trajectory_queues:
             trajectory_queue.put_many(trajectories)
+
+    def _group_table(self) -> GroupTable:
+        if self._groups is None:
+            table = self._table
+            assert table is not None
+            self._groups = GroupTable(
+                [(tuple(spec.shape), column.dtype) for spec, column in zip(self._observation_specs, table.obs)],
+                self._continuous_size,
+                len(self._branches),
+            )
+        return self._groups
 
     def _no_group(self, length: int) -> tuple[np.ndarray, np.ndarray]:
         """Read-only zeros, at least ``length`` long, for the group ids and group rewards of

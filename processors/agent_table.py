@@ -137,6 +137,7 @@ class PackedObs:
     trajectory gets a copy of its rows."""
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, slots: int, time: int):
+        self.dtype = dtype
         self.data = np.zeros((slots, time, *shape), dtype)
 
     def write(self, slots: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:

@@ -16,6 +16,8 @@ import attrs
 import numpy as np
 from mlagents_envs.base_env import ActionTuple
 
+from processors.groups import Groupmates
+
 
 class AgentExperience(NamedTuple):
     """One transition of one agent, a per-step view of a :class:`Trajectory` row.
@@ -78,6 +80,9 @@ class Trajectory:
     # The first trajectory of the agent's episode: a trainer that carries state from one
     # trajectory of an agent to the next (a recurrent critic's memory) starts it afresh.
     episode_start: bool = False
+    # The group mates' observations, actions, rewards and done flags at each step (POCA's
+    # centralised critic); None while no agent of the behavior has been in a group.
+    groupmates: Groupmates | None = None
 
     @property
     def length(self) -> int:
@@ -96,6 +101,12 @@ class Trajectory:
     def terminated(self) -> bool:
         """The episode truly ended: no value to bootstrap from ``next_obs``."""
         return bool(self.done[-1] and not self.interrupted[-1])
+
+    @property
+    def all_group_dones_reached(self) -> bool:
+        """Every group mate at the last step was done with it too (or there was none): with
+        :attr:`done_reached`, the group's episode is over (ML-Agents' name)."""
+        return self.groupmates is None or self.groupmates.all_done_at_end
 
     def experience(self, t: int) -> AgentExperience:
         """Row ``t`` as an :class:`AgentExperience` (views, not copies)."""

@@ -12,7 +12,21 @@ from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 from envs.builtin import BuiltinEnv, UnknownBuiltinEnvError, available, make_env
 from envs.builtin.checks import ContractViolation, StepChecker, random_action, rollout
 
-ALL = ["3DBall", "Basic", "Collect", "GridWorld", "Hallway", "Pyramids", "Simple", "Spawner", "TwoBehaviors"]
+ALL = [
+    "3DBall",
+    "Basic",
+    "Collect",
+    "DungeonEscape",
+    "GridWorld",
+    "Hallway",
+    "LineSoccer",
+    "Pyramids",
+    "Simple",
+    "Spawner",
+    "TwoBehaviors",
+]
+#: Environments whose agents act in groups (nonzero group ids).
+GROUPED = {"DungeonEscape"}
 #: Parameters that end episodes within the tests' few hundred steps (Pyramids' 400-decision
 #: episodes rarely end sooner under random play).
 SHORT_EPISODES = {"Pyramids": {"max_step": 50}}
@@ -94,16 +108,19 @@ def test_random_steps_and_resets_keep_the_contract(name):
 
 
 @pytest.mark.parametrize(
-    "options",
+    "name, options",
     [
-        dict(num_teams=2),
-        dict(num_teams=2, asymmetric=1, discrete_branches=1),
-        dict(num_agents=3, max_step=4, step_size=0.5),
-        dict(num_agents=2, num_teams=2, continuous_size=0, discrete_branches=2, step_size=0.5, memory=1),
+        ("Simple", dict(num_teams=2)),
+        ("Simple", dict(num_teams=2, asymmetric=1, discrete_branches=1)),
+        ("Simple", dict(num_agents=3, max_step=4, step_size=0.5)),
+        ("Simple", dict(num_agents=2, num_teams=2, continuous_size=0, discrete_branches=2, step_size=0.5, memory=1)),
+        ("DungeonEscape", dict(absorbing_state=1, time_penalty=1.0, size=3, max_step=10)),
+        ("DungeonEscape", dict(num_agents=2, group_reward_as_individual=1)),
+        ("LineSoccer", dict(players_per_team=2, max_step=10)),
     ],
 )
-def test_simple_teams_and_groups_keep_the_contract(options):
-    env = make_env("Simple", seed=3, num_areas=3, **options)
+def test_team_and_group_variants_keep_the_contract(name, options):
+    env = make_env(name, seed=3, num_areas=3, **options)
     checker = StepChecker(env)
     checker.after_reset()
     policy = uniform_policy(env)
@@ -114,7 +131,7 @@ def test_simple_teams_and_groups_keep_the_contract(options):
     assert checker.terminals > 0
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", [name for name in ALL if name not in GROUPED])
 def test_ungrouped_envs_report_zero_group_ids_and_rewards(name):
     env = make_env(name, seed=1, num_areas=2, env_parameters=SHORT_EPISODES.get(name))
     policy = uniform_policy(env)

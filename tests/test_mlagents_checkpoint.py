@@ -24,11 +24,13 @@ from tests.test_cli_defects import snapshot
 from trainers import mlagents_checkpoint
 from trainers.checkpoints import load_state
 from trainers.exceptions import CheckpointError
+from trainers.poca import POCA
 from trainers.ppo import PPO
 from trainers.settings import (
     ExtrinsicSettings,
     MemorySettings,
     NetworkSettings,
+    POCASettings,
     PPOSettings,
     RewardSignalType,
     TrainerSettings,
@@ -425,3 +427,24 @@ def test_agents_learn_trains_on_from_an_mlagents_run(tmp_path):
     trained = saved["actor"]["encoder.body.layers.0.weight"]
     # trained on from the imported weights: moved by the updates, still close to where they began
     assert 0 < float((trained - imported).abs().max()) < 0.05
+
+
+def test_a_poca_behavior_takes_the_actor_and_starts_its_centralised_critic_fresh(caplog):
+    case_spec, network, _ = CASES["3DBall"]
+    settings = TrainerSettings(
+        trainer_type="poca", hyperparameters=POCASettings(batch_size=16, buffer_size=64), network_settings=network
+    )
+    reporter = StatsReporter("3DBall")
+    poca = POCA(behavior_name="3DBall", behavior_spec=case_spec, settings=settings, stats_reporter=reporter, seed=3)
+    trainer = Trainer(
+        behavior_name="3DBall", settings=settings, algorithm=poca, stats_reporter=reporter, checkpoints=None
+    )
+    critic_before = {k: v.clone() for k, v in poca.critic.state_dict().items()}
+    with caplog.at_level(logging.WARNING):
+        trainer.initialize_from(FIXTURES / "3DBall.pt")
+    assert "POCA's centralised critic" in caplog.text and "starts from fresh weights" in caplog.text
+    out = expected("3DBall")
+    with torch.no_grad():
+        assert mismatch(poca.policy.actor(out["obs"]).mean, out["mean"]) < TOLERANCE
+    for key, tensor in poca.critic.state_dict().items():
+        assert torch.equal(tensor, critic_before[key])

@@ -13,6 +13,7 @@ from tests.support.paths import MLAGENTS_CONFIGS
 from trainers.exceptions import ConfigError
 from trainers.settings import (
     GAILSettings,
+    POCASettings,
     RewardSignalType,
     RunOptions,
     UnsupportedFeatureError,
@@ -24,23 +25,10 @@ from trainers.settings import (
 
 CONFIGS = MLAGENTS_CONFIGS
 ALL_CONFIGS = sorted(CONFIGS.glob("*/*.yaml"))
-BUILTIN = frozenset({"ppo", "sac"})  # the trainer types agents-learn implements
+BUILTIN = frozenset({"ppo", "sac", "poca"})  # the trainer types agents-learn implements
 
 # Every example config of ML-Agents that needs something agents-learn lacks, and what.
 REFUSED = {
-    "poca/DungeonEscape.yaml": [
-        "behaviors.DungeonEscape.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-    ],
-    "poca/PushBlockCollab.yaml": [
-        "behaviors.PushBlockCollab.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-    ],
-    "poca/SoccerTwos.yaml": [
-        "behaviors.SoccerTwos.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-    ],
-    "poca/StrikersVsGoalie.yaml": [
-        "behaviors.Goalie.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-        "behaviors.Striker.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
-    ],
     "ppo/3DBall_randomize.yaml": [
         "environment_parameters.mass: samplers are not supported yet (uniform); use a constant value",
         "environment_parameters.scale: samplers are not supported yet (uniform); use a constant value",
@@ -58,6 +46,10 @@ ACCEPTED = [
     "imitation/Hallway.yaml",
     "imitation/PushBlock.yaml",
     "imitation/Pyramids.yaml",
+    "poca/DungeonEscape.yaml",
+    "poca/PushBlockCollab.yaml",
+    "poca/SoccerTwos.yaml",
+    "poca/StrikersVsGoalie.yaml",
     "ppo/3DBall.yaml",
     "ppo/3DBallHard.yaml",
     "ppo/Basic.yaml",
@@ -95,10 +87,8 @@ def config_id(path: Path) -> str:
 
 def test_every_example_config_is_either_refused_or_accepted() -> None:
     assert sorted([*REFUSED, *ACCEPTED]) == [config_id(p) for p in ALL_CONFIGS]
-    assert all(name.startswith(("ppo/", "sac/", "imitation/")) for name in ACCEPTED)
-    assert {name for name in REFUSED if name.startswith("poca/")} == {
-        config_id(p) for p in ALL_CONFIGS if config_id(p).startswith("poca/")
-    }
+    # POCA and self-play (SoccerTwos, StrikersVsGoalie) are implemented: no poca config is refused
+    assert not [name for name in REFUSED if name.startswith("poca/")]
 
 
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=config_id)
@@ -128,30 +118,35 @@ def demo_paths(options: RunOptions) -> list[str]:
 
 
 def test_raising_wrapper_lists_every_problem_together() -> None:
-    options = load_run_options(CONFIGS / "poca/StrikersVsGoalie.yaml")
+    options = load_run_options(CONFIGS / "ppo/WallJump_curriculum.yaml")
     with pytest.raises(UnsupportedFeatureError) as info:
         require_capabilities(options, BUILTIN)
     assert isinstance(info.value, ConfigError)
     lines = str(info.value).splitlines()
     assert lines[0] == "2 things in the run configuration are not supported yet:"
-    assert [line.strip() for line in lines[1:]] == REFUSED["poca/StrikersVsGoalie.yaml"]
+    assert [line.strip() for line in lines[1:]] == REFUSED["ppo/WallJump_curriculum.yaml"]
 
 
 def test_one_problem_is_one_line() -> None:
-    options = structure_run_options({"behaviors": {"A": {"trainer_type": "poca", "self_play": {}}}})
+    options = structure_run_options(
+        {"behaviors": {"A": {"trainer_type": "mappo", "self_play": {}}}}, hyperparameter_types={"mappo": POCASettings}
+    )
     with pytest.raises(UnsupportedFeatureError) as info:
         require_capabilities(options, BUILTIN)
-    assert str(info.value) == "behaviors.A.trainer_type: 'poca' has no trainer yet (available: ppo, sac)"
+    assert str(info.value) == "behaviors.A.trainer_type: 'mappo' has no trainer yet (available: poca, ppo, sac)"
 
 
 def test_plugin_trainer_types_are_allowed_and_own_their_components() -> None:
-    plugin = {"behaviors": {"P": {"trainer_type": "poca", "reward_signals": {"curiosity": {}}}}}
-    # With a poca plugin installed, poca trains; its curiosity signal is the plugin's business.
-    assert check_capabilities(structure_run_options(plugin), {"ppo", "sac", "poca"}) == []
-    assert check_capabilities(structure_run_options(plugin), BUILTIN) == [
-        "behaviors.P.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
+    plugin = structure_run_options(
+        {"behaviors": {"P": {"trainer_type": "mappo", "reward_signals": {"curiosity": {}}}}},
+        hyperparameter_types={"mappo": POCASettings},
+    )
+    # With a mappo plugin installed, mappo trains; its curiosity signal is the plugin's business.
+    assert check_capabilities(plugin, {*BUILTIN, "mappo"}) == []
+    assert check_capabilities(plugin, BUILTIN) == [
+        "behaviors.P.trainer_type: 'mappo' has no trainer yet (available: poca, ppo, sac)",
         "behaviors.P.reward_signals.curiosity: the curiosity reward signal is not supported yet for trainer_type "
-        "poca (only extrinsic); remove it",
+        "mappo (only extrinsic); remove it",
     ]
     # Self-play wraps the trainer loop, whatever the algorithm: accepted for plugin types too.
     soccer = load_run_options(CONFIGS / "poca/SoccerTwos.yaml")
@@ -163,12 +158,13 @@ def test_default_settings_are_checked_since_they_train_unlisted_behaviors() -> N
         {
             "default_settings": {
                 "trainer_type": "poca",
-                "network_settings": {"memory": {"memory_size": 16}},
+                "reward_signals": {"curiosity": {"network_settings": {"memory": {"memory_size": 16}}}},
             }
         }
     )
     assert check_capabilities(options, BUILTIN) == [
-        "default_settings.trainer_type: 'poca' has no trainer yet (available: ppo, sac)",
+        "default_settings.reward_signals.curiosity.network_settings.memory: the curiosity signal's network has no "
+        "memory; remove it",
     ]
 
 

@@ -433,7 +433,7 @@ class GhostTrainer:
         group mate done too): the final step's reward + group reward decides the result."""
         if not trajectory.done_reached or bool(trajectory.interrupted[-1]):
             return
-        if not getattr(trajectory, "all_group_dones_reached", True):
+        if not trajectory.all_group_dones_reached:
             return
         final_reward = float(trajectory.rewards[-1]) + float(trajectory.group_rewards[-1])
         change = self.controller.record_result(self.current_elo, episode_result(final_reward))

@@ -122,7 +122,7 @@ def import_weights(
     where = f"{path}: cannot initialize behavior {behavior!r} from this mlagents-learn checkpoint"
     actor_target, critic_target = target.get("actor"), target.get("critic")
     if not isinstance(actor_target, Mapping) or not isinstance(critic_target, Mapping):
-        raise CheckpointError(f"{where}: only PPO behaviors can start from mlagents-learn weights")
+        raise CheckpointError(f"{where}: only PPO and POCA behaviors can start from mlagents-learn weights")
     policy = state[POLICY]
     actor_net = _translate(policy)
     actor, problems = _fit(POLICY, actor_net, actor_target, list(actor_target))
@@ -369,6 +369,8 @@ def _critic(
     shared_here = bool(getattr(settings.hyperparameters, "shared_critic", False))
     body_keys = [key for key in critic_target if key.startswith(("encoder.", "memory."))]
     fresh = dict(critic_target)
+    if settings.trainer_type == "poca":
+        return fresh, "POCA's centralised critic (attention over the group) is not translated from mlagents-learn yet"
     if shared_here:
         fresh.update({key: actor[key] for key in body_keys if key in actor})
     if actor_net.value_heads:  # mlagents-learn shared its critic: value heads on the actor's body

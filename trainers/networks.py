@@ -215,6 +215,17 @@ class MLP(nn.Module):
         return x
 
 
+class _NoHiddenLayers(nn.Module):
+    """The identity, in the place of an encoder's hidden layers (``hidden_layers=False``)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.output_size = size
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x
+
+
 class _ConvEncoder(nn.Module):
     """Convolutions, flatten (channels, then rows, then columns, as ML-Agents' reshape of
     [B, C, H, W]), Linear(output_size) + activation; input [B, C, H, W]. The Linear layer is
@@ -363,7 +374,9 @@ class ObservationEncoder(nn.Module):
     :meth:`encode_inputs` and :meth:`hidden`, not ``forward``.
 
     ``output_size`` is ``hidden_units`` (``num_layers`` 0 builds one hidden layer, like 1: see
-    :class:`MLP`). Raises :class:`UnsupportedNetworkError` naming the observation for
+    :class:`MLP`). ``hidden_layers=False``: no hidden layers (nor goal conditioning), the
+    encodings joined are the output (``output_size`` is ``inputs_width``): ML-Agents'
+    ``ObservationEncoder`` alone, as POCA's multi-agent critic reads each agent. Raises :class:`UnsupportedNetworkError` naming the observation for
     an image smaller than its encoder's minimum or an observation rank it cannot encode.
     """
 
@@ -373,6 +386,7 @@ class ObservationEncoder(nn.Module):
         network_settings: NetworkSettings,
         *,
         extra_inputs: int = 0,
+        hidden_layers: bool = True,
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
@@ -380,7 +394,7 @@ class ObservationEncoder(nn.Module):
             raise UnsupportedNetworkError("the behavior has no observations to encode")
         hidden = int(network_settings.hidden_units)
         kind = str(getattr(network_settings.vis_encode_type, "value", network_settings.vis_encode_type))
-        conditioned = goal_conditioned(observation_specs, network_settings)
+        conditioned = hidden_layers and goal_conditioned(observation_specs, network_settings)
         kinds: list[str] = []
         inputs: list[nn.Module | None] = []
         self_size = 0  # width of the fixed-size observations' encodings, joined
@@ -441,8 +455,10 @@ class ObservationEncoder(nn.Module):
         self.inputs = nn.ModuleList(cast("list[nn.Module]", inputs))
         self.inputs_width = total
         self.goal_slices = tuple(goal_slices)
-        self.body: MLP | ConditionalEncoder
-        if conditioned:
+        self.body: MLP | ConditionalEncoder | _NoHiddenLayers
+        if not hidden_layers:
+            self.body = _NoHiddenLayers(total + extra_inputs)
+        elif conditioned:
             goal_size = sum(end - start for start, end in goal_slices)
             self.body = ConditionalEncoder(
                 total + extra_inputs, goal_size, hidden, int(network_settings.num_layers), generator=generator
@@ -460,7 +476,7 @@ class ObservationEncoder(nn.Module):
         """The hidden layers on :meth:`encode_inputs`' output (with any ``extra_inputs``
         columns appended) [B, inputs_width + extra_inputs] -> [B, output_size]. A conditioned
         body reads the goal encodings from their columns of ``inputs``."""
-        if isinstance(self.body, MLP):
+        if isinstance(self.body, (MLP, _NoHiddenLayers)):
             return self.body(inputs)
         goals = [inputs[:, start:end] for start, end in self.goal_slices]
         return self.body(inputs, goals[0] if len(goals) == 1 else torch.cat(goals, dim=1))

@@ -22,6 +22,7 @@ from stats import StatsReporter
 from trainers.algorithm import AlgorithmFactory
 from trainers.checkpoints import BehaviorCheckpoints
 from trainers.exceptions import ConfigError, UnknownTrainerTypeError
+from trainers.poca import POCA
 from trainers.ppo import PPO
 from trainers.sac import SAC
 from trainers.settings import TrainerSettings, builtin_hyperparameter_types
@@ -38,7 +39,7 @@ class TrainerPluginError(ConfigError):
 
 def builtin_algorithms() -> dict[str, AlgorithmFactory]:
     """The trainer types agents-learn itself implements."""
-    return {"ppo": PPO, "sac": SAC}
+    return {"ppo": PPO, "sac": SAC, "poca": POCA}
 
 
 class TrainerRegistry:

@@ -21,14 +21,16 @@ def create_reward_signals(
     *,
     seed: int = 0,
     device: str | torch.device = "cpu",
+    add_groupmate_rewards: bool = False,
 ) -> list[RewardSignal]:
     """The configured signals in configuration order, their networks on ``device`` (the
     algorithm's); an unsupported one is a ConfigError (the configuration check refuses it
-    before any work, this is the last line)."""
+    before any work, this is the last line). ``add_groupmate_rewards``: the extrinsic reward
+    also counts the group mates' individual rewards (POCA)."""
     signals: list[RewardSignal] = []
     for kind, signal_settings in settings.reward_signals.items():
         if kind == RewardSignalType.EXTRINSIC:
-            signals.append(ExtrinsicReward(signal_settings))
+            signals.append(ExtrinsicReward(signal_settings, add_groupmate_rewards=add_groupmate_rewards))
         elif kind == RewardSignalType.CURIOSITY and isinstance(signal_settings, CuriositySettings):
             signals.append(CuriosityReward(spec, signal_settings, seed=seed, device=device))
         elif kind == RewardSignalType.RND and isinstance(signal_settings, RNDSettings):

@@ -84,17 +84,24 @@ class RewardSignal(Protocol):
 
 
 class ExtrinsicReward:
-    """The environment's reward times ``strength``."""
+    """The environment's reward times ``strength``: the agent's own reward plus its group's
+    reward (ML-Agents adds the group reward for every trainer), and with
+    ``add_groupmate_rewards`` (POCA) the individual rewards of its group mates at that step."""
 
-    def __init__(self, settings: RewardSignalSettings) -> None:
+    def __init__(self, settings: RewardSignalSettings, *, add_groupmate_rewards: bool = False) -> None:
         self.name = str(RewardSignalType.EXTRINSIC.value)
         self.gamma = float(settings.gamma)
         self.trains = False
         self.ignore_done = False
+        self.add_groupmate_rewards = add_groupmate_rewards
         self._strength = np.float32(settings.strength)
 
     def rewards(self, trajectory: Trajectory) -> np.ndarray:
-        return trajectory.rewards * self._strength
+        total = trajectory.rewards + trajectory.group_rewards
+        mates = trajectory.groupmates
+        if self.add_groupmate_rewards and mates is not None and mates.size:
+            total = total + mates.rewards.sum(axis=1)  # absent mates hold 0
+        return total * self._strength
 
     def evaluate(self, batch: SignalBatch) -> Tensor:
         raise TypeError("the extrinsic reward comes with the trajectory, not from a SignalBatch")

@@ -14,8 +14,10 @@ def _registry() -> dict[str, type[BuiltinEnv]]:
     from envs.builtin.ball3d import Ball3DEnv
     from envs.builtin.basic import BasicEnv
     from envs.builtin.collect import CollectEnv
+    from envs.builtin.dungeon_escape import DungeonEscapeEnv
     from envs.builtin.gridworld import GridWorldEnv
     from envs.builtin.hallway import HallwayEnv
+    from envs.builtin.line_soccer import LineSoccerEnv
     from envs.builtin.pyramids import PyramidsEnv
     from envs.builtin.simple import SimpleEnv
     from envs.builtin.spawner import SpawnerEnv
@@ -31,6 +33,8 @@ def _registry() -> dict[str, type[BuiltinEnv]]:
         HallwayEnv,
         CollectEnv,
         PyramidsEnv,
+        DungeonEscapeEnv,
+        LineSoccerEnv,
     )
     return {cls.env_name: cls for cls in classes}
 
@@ -56,7 +60,9 @@ def make_env(
     num_areas: copies of the training area (agents multiply). options: constructor options of
     environments that have them (``Simple``: continuous_size, discrete_branches, num_visual,
     vis_obs_size as an (H, W, C) tuple, num_var_len, var_len_obs_size, memory, goal_indices,
-    num_teams, asymmetric, num_agents...). Raises UnknownBuiltinEnvError (a ValueError) naming
+    num_teams, asymmetric, num_agents; ``DungeonEscape``: size, num_agents, max_step, time_penalty,
+    group_reward_as_individual, absorbing_state; ``LineSoccer``: players_per_team, length, kick,
+    max_step, group_reward_as_individual). Raises UnknownBuiltinEnvError (a ValueError) naming
     the available environments.
     """
     key = name[len(BUILTIN_PREFIX) :] if name.startswith(BUILTIN_PREFIX) else name

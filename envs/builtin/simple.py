@@ -1,6 +1,7 @@
 """Simple: ML-Agents' learning-test environment (``SimpleEnvironment`` of its trainer tests),
-with continuous, discrete or hybrid actions (1 agent per area) and vector, visual and/or
-variable-length observations; optionally its ``MemoryEnvironment`` and goal-signal variants.
+with continuous, discrete or hybrid actions (1 agent per area by default) and vector, visual
+and/or variable-length observations; optionally its ``MemoryEnvironment`` and goal-signal
+variants, two teams (its ghost tests) and agent groups (its ``MultiAgentEnvironment``).
 
 Each agent sees a goal, -1 or +1 (drawn at every episode start): by default as one float; in
 general as ``num_vector`` vector observations of ``vec_obs_size`` floats, then ``num_visual``

@@ -46,12 +46,15 @@ from trainers.settings.schema import (
 from trainers.settings.text import short_repr
 
 # Trainer types implemented in agents-learn itself, whose components are known here.
-OWN_TRAINER_TYPES = frozenset({"ppo", "sac"})
+OWN_TRAINER_TYPES = frozenset({"ppo", "sac", "poca"})
 
 # Reward signals each built-in trainer implements.
 SUPPORTED_REWARD_SIGNALS = {
     "ppo": frozenset(RewardSignalType),
     "sac": frozenset(RewardSignalType),
+    # ML-Agents runs every signal with POCA (warning that only extrinsic is meant for it);
+    # the intrinsic ones and GAIL then reward each agent on its own observations.
+    "poca": frozenset(RewardSignalType),
 }
 # Signals that have networks of their own (their network_settings are used).
 NETWORK_SIGNALS = frozenset({RewardSignalType.CURIOSITY, RewardSignalType.RND, RewardSignalType.GAIL})

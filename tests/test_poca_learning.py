@@ -1,0 +1,96 @@
+"""POCA learns what ML-Agents' own POCA learning tests ask, on several seeds, with controls
+that must fail: ``test_simple_rl.py``'s test_simple_poca, test_visual_poca and
+test_recurrent_poca on the built-in
+Simple with groups (``num_agents``: ML-Agents' ``MultiAgentEnvironment``: each member solves
+its own task; a member that finishes early leaves the group, the last one's success is the
+group reward), with ML-Agents' POCA test configuration (``dummy_config._POCA_CONFIG``: the PPO
+test configuration with trainer_type poca) and each test's changes.
+
+A seed passes ML-Agents' check when the mean of its last 5 finishing rewards exceeds 0.9.
+Runs are unthreaded (ML-Agents' default) and seeded, so each is reproducible.
+"""
+
+from __future__ import annotations
+
+import attrs
+import numpy as np
+import pytest
+
+from envs.builtin import make_env
+from tests.support.learning import PPO_TEST_CONFIG, recurrent_ppo_config, train_env
+from trainers.settings import POCASettings, TrainerSettings
+
+pytestmark = pytest.mark.slow  # trains policies
+
+
+def poca_test_config(**hyperparameters) -> TrainerSettings:
+    """ML-Agents' POCA test configuration with a test's changes (hyperparameters by keyword)."""
+    ppo = PPO_TEST_CONFIG.hyperparameters
+    base = POCASettings(
+        learning_rate=ppo.learning_rate,
+        learning_rate_schedule=ppo.learning_rate_schedule,
+        batch_size=ppo.batch_size,
+        buffer_size=ppo.buffer_size,
+    )
+    return attrs.evolve(PPO_TEST_CONFIG, trainer_type="poca", hyperparameters=attrs.evolve(base, **hyperparameters))
+
+
+def score(settings: TrainerSettings, seed: int, **env_options) -> float:
+    """Train built-in Simple with groups and ``env_options``; the mean of the last 5 returns."""
+    env = make_env("Simple", seed=seed, **env_options)
+    train_env(env, settings, seed=seed)
+    return float(np.mean(env.episode_returns[-5:]))
+
+
+@pytest.mark.parametrize(
+    ("action_sizes", "num_agents"),
+    [((0, 1), 2), ((1, 0), 2), ((0, 1), 4)],
+    ids=["discrete-2", "continuous-2", "discrete-4"],
+)
+def test_simple_poca(action_sizes, num_agents):
+    continuous, discrete = action_sizes
+    options = {"continuous_size": continuous, "discrete_branches": discrete, "num_agents": num_agents}
+    scores = [score(poca_test_config(), seed, **options) for seed in (1, 2, 3)]
+    assert all(s > 0.9 for s in scores), scores
+
+
+@pytest.mark.parametrize("num_visual", [1, 2])
+def test_visual_poca(num_visual):
+    options = {"continuous_size": 0, "discrete_branches": 1, "num_agents": 2, "num_visual": num_visual, "num_vector": 0}
+    scores = [score(poca_test_config(learning_rate=3e-4), seed, **options) for seed in (1, 2)]
+    assert all(s > 0.9 for s in scores), scores
+
+
+def test_simple_poca_control_without_learning_fails():
+    options = {"continuous_size": 0, "discrete_branches": 1, "num_agents": 2}
+    assert score(poca_test_config(learning_rate=0.0), 1, **options) < 0.5
+
+
+def recurrent_poca_config(memory: bool = True) -> TrainerSettings:
+    """ML-Agents' test_recurrent_poca: its POCA test config, memory 16 (sequences of 64), lr 1e-3,
+    batch 64, buffer 128, 6000 steps."""
+    ppo = recurrent_ppo_config(memory)
+    hp = ppo.hyperparameters
+    poca = POCASettings(
+        learning_rate=hp.learning_rate,
+        learning_rate_schedule=hp.learning_rate_schedule,
+        batch_size=hp.batch_size,
+        buffer_size=hp.buffer_size,
+    )
+    return attrs.evolve(ppo, trainer_type="poca", hyperparameters=poca)
+
+
+def test_recurrent_poca_remembers_on_the_memory_task():
+    """ML-Agents' test_recurrent_poca without groups: its MemoryEnvironment (the goal shows
+    only at the start) needs the LSTM; the same POCA without memory cannot pass."""
+    options = {"continuous_size": 0, "discrete_branches": 1, "memory": True}
+    scores = [score(recurrent_poca_config(), seed, **options) for seed in (1, 2)]
+    assert all(s > 0.9 for s in scores), scores
+    assert score(recurrent_poca_config(memory=False), 1, **options) < 0.5
+
+
+def test_recurrent_poca_trains_groups():
+    """ML-Agents' test_recurrent_poca with groups of 2 (500 steps: it checks that the recurrent
+    critic runs over groups; the task needs no memory)."""
+    options = {"continuous_size": 0, "discrete_branches": 1, "num_agents": 2}
+    assert score(attrs.evolve(recurrent_poca_config(), max_steps=500), 1, **options) > -2.0
