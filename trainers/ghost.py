@@ -49,8 +49,9 @@ from torch import Tensor
 
 from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
 from processors.trajectory import Trajectory
-from stats import PerfStats, StatsProperty, Timers
+from stats import PerfStats, StatsProperty, StatsReporter, Timers
 from stats.tags import SELF_PLAY_ELO
+from trainers.checkpoints import BehaviorCheckpoints, CheckpointRecord, TrainingStatus
 from trainers.exceptions import CheckpointError
 from trainers.policy import TorchPolicy
 from trainers.settings import SelfPlaySettings, TrainerSettings
@@ -213,7 +214,7 @@ class GhostTrainer:
         trainer: Trainer,
         controller: GhostController,
         seed: int,
-        status: Any | None = None,
+        status: TrainingStatus | None = None,
     ) -> None:
         settings = trainer.settings.self_play
         if not isinstance(settings, SelfPlaySettings):
@@ -273,11 +274,11 @@ class GhostTrainer:
         return self.trainer.settings
 
     @property
-    def stats_reporter(self):
+    def stats_reporter(self) -> StatsReporter:
         return self.trainer.stats_reporter
 
     @property
-    def checkpoints(self):
+    def checkpoints(self) -> BehaviorCheckpoints | None:
         return self.trainer.checkpoints
 
     @property
@@ -320,7 +321,7 @@ class GhostTrainer:
             manager.trajectory_queue.close()
         self.trainer.close_queues()
 
-    def save_checkpoint(self):
+    def save_checkpoint(self) -> CheckpointRecord:
         return self.trainer.save_checkpoint()
 
     def save_final(self) -> Path | None:
