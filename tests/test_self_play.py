@@ -567,3 +567,18 @@ def test_inference_acts_with_the_learning_policy_on_every_team(tmp_path):
         weights = runtime.policy.get_weights()
         assert all(torch.equal(weights[k], v) for k, v in trainer.policy.get_weights().items())
     run.env_manager.close()
+
+
+def test_initialize_from_starts_the_window_with_the_loaded_policy(tmp_path):
+    build_run(run_options(tmp_path / "a", max_steps=600), env_factory=simple_two_teams, console=False).run()
+    options = run_options(tmp_path / "b", max_steps=600)
+    settings = attrs.evolve(options.default_settings, init_path=str(tmp_path / "a" / "sp" / "Simple"))
+    run = build_run(attrs.evolve(options, default_settings=settings), env_factory=simple_two_teams, console=False)
+    run.env_manager.advance(timeout=1.0)
+    ghost_trainer = run.controller.trainers["Simple"]
+    assert isinstance(ghost_trainer, GhostTrainer) and ghost_trainer.step == 0
+    loaded = load_state(tmp_path / "a" / "sp" / "Simple" / "checkpoint.pt")
+    first = ghost_trainer.snapshots[0]  # the initial snapshot is the loaded actor
+    assert first.keys() == loaded["actor"].keys()
+    assert all(torch.equal(first[k], loaded["actor"][k]) for k in first)
+    run.env_manager.close()
