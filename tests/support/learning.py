@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import attrs
 from mlagents_envs.base_env import BaseEnv
@@ -127,9 +127,11 @@ def train_env(
     *,
     seed: int = 1,
     until: Callable[[list[tuple[int, float]]], bool] | None = None,
+    writers: Sequence[StatsWriter] = (),
 ) -> RewardLog:
     """Train every behavior of ``env`` (already open, stepped in this process) with
-    ``settings`` until max_steps or ``until(curve)``; results go to a temporary folder."""
+    ``settings`` until max_steps or ``until(curve)``; results go to a temporary folder.
+    ``writers`` also receive every summary."""
     log = RewardLog(until)
     options = RunOptions(default_settings=settings)
     options = attrs.evolve(options, env_settings=attrs.evolve(options.env_settings, seed=seed))
@@ -137,7 +139,9 @@ def train_env(
         options = attrs.evolve(
             options, checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=results, run_id="learn")
         )
-        build_run(options, env_factory=lambda worker_id, seed: env, writers=[log], console=False, stop=log.stop).run()
+        build_run(
+            options, env_factory=lambda worker_id, seed: env, writers=[log, *writers], console=False, stop=log.stop
+        ).run()
     return log
 
 
