@@ -5,7 +5,11 @@ every behavior before the run ends.
 
 Per behavior id (``Name?team=N``) there is an AgentManager and an inference copy of the
 policy (on the CPU, updated from the trainer's policy queue); per behavior name (``Name``,
-the config key) one trainer, which every team's AgentManager feeds.
+the config key) one trainer, which every team's AgentManager feeds. A behavior with a
+``self_play`` section gets a :class:`trainers.ghost.GhostTrainer` around its trainer instead:
+each team's AgentManager feeds the ghost, which passes only the learning team's trajectories
+on and gives each team's inference policy the learning policy or a snapshot; one
+:class:`trainers.ghost.GhostController` per run decides which team learns.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from stats import PerfStats, StatsHub, StatsProperty, StatsReporter, Timers, tim
 from stats.tags import STEP
 from stats.timer_names import ADVANCE, RESET_ENV, SAVE_MODELS, START_LEARNING
 from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus
+from trainers.ghost import GhostController, GhostTrainer
 from trainers.registry import TrainerRegistry
 from trainers.settings import RunOptions, TrainerSettings
 from trainers.trainer import Trainer, TrainerThread
@@ -96,7 +101,8 @@ class TrainerController:
         self._on_started = on_started
         self.started = False
         self._trainer_stop = threading.Event()
-        self.trainers: dict[str, Trainer] = {}
+        self.trainers: dict[str, Trainer | GhostTrainer] = {}
+        self.ghost_controller = GhostController()
         self.threads: dict[str, TrainerThread] = {}
         self.reporters: dict[str, StatsReporter] = {}
         self.managers: dict[str, list[AgentManager]] = {}
@@ -120,17 +126,20 @@ class TrainerController:
         policy = trainer.policy.inference_copy(seed=self.seed + 1, device="cpu")
         threaded = settings.threaded and not self.inference
         manager = AgentManager(policy, behavior_id, self.reporters[name], settings.time_horizon, threaded=threaded)
-        trainer.subscribe_trajectory_queue(manager.trajectory_queue)
-        trainer.publish_policy_queue(manager.policy_queue)
+        if isinstance(trainer, GhostTrainer):
+            trainer.add_team(behavior_id, manager)
+        else:
+            trainer.subscribe_trajectory_queue(manager.trajectory_queue)
+            trainer.publish_policy_queue(manager.policy_queue)
         self.managers.setdefault(name, []).append(manager)
         logger.info("Connected new behavior %s", behavior_id)
         return BehaviorRuntime(manager, policy)
 
-    def _create_trainer(self, name: str, spec: BehaviorSpec, settings: TrainerSettings) -> Trainer:
+    def _create_trainer(self, name: str, spec: BehaviorSpec, settings: TrainerSettings) -> Trainer | GhostTrainer:
         reporter = self.hub.reporter(name)
         self.reporters[name] = reporter
         checkpoints = BehaviorCheckpoints(self.run_dir, name, settings.keep_checkpoints, self.status)
-        trainer = self.registry.create(
+        wrapped = self.registry.create(
             behavior_name=name,
             behavior_spec=spec,
             settings=settings,
@@ -139,6 +148,12 @@ class TrainerController:
             seed=self.seed,
             device=self.device,
         )
+        # --inference acts with the learning policy on every team: no ghost around it
+        trainer: Trainer | GhostTrainer = wrapped
+        if settings.self_play is not None and not self.inference:
+            trainer = GhostTrainer(
+                trainer=wrapped, controller=self.ghost_controller, seed=self.seed, status=self.status
+            )
         if self.resume or self.inference:
             if checkpoints.latest_path.exists():
                 trainer.resume(replay_buffer=not self.inference)
@@ -197,6 +212,9 @@ class TrainerController:
                 if name not in self.threads:
                     trainer.advance(0.0)
             self._raise_first_failure()
+            if self.ghost_controller.should_reset():
+                # the learning team changed: every episode starts anew with the new roles
+                env_manager.request_reset()
         now = self._clock()
         if now - self._last_perf >= PERF_REPORT_INTERVAL_S:
             self.report_perf(env_manager, now - self._last_perf)

@@ -93,7 +93,10 @@ class EnvManager:
         self.agent_steps = 0
         self.agent_steps_by_behavior: dict[str, int] = defaultdict(int)
         self.restart_count = 0
+        self.reset_count = 0
         self._started = False
+        self._reset_pending: set[int] = set()
+        self._reset_unsupported = False
 
     def start(self) -> None:
         """Open every environment (once; later calls do nothing)."""
@@ -118,6 +121,38 @@ class EnvManager:
             if weights is not None:
                 runtime.policy.load_weights(weights)
 
+    def request_reset(self) -> None:
+        """Reset every environment (self-play's learning team changed, as ML-Agents does): each
+        worker's next result is dropped, with its agents' unfinished trajectories (nothing is
+        published, as ML-Agents' forced reset), and the worker is reset instead of stepped."""
+        if self._reset_unsupported:
+            return
+        self._reset_pending = set(range(self.pool.num_workers))
+
+    def _reset_worker(self, result: WorkerResult) -> bool:
+        """Reset the worker of ``result`` (dropping its steps); False when the pool cannot
+        (the result is then processed as usual, and no reset is requested again)."""
+        worker_id = result.worker_id
+        self._reset_pending.discard(worker_id)
+        try:
+            self.pool.reset(worker_id)
+        except NotImplementedError as error:
+            logger.warning("%s; environments are not reset when the learning team changes", error)
+            self._reset_unsupported = True
+            self._reset_pending.clear()
+            return False
+        for behavior_id, spec in result.new_specs.items():  # a spec is only ever sent once
+            if behavior_id not in self.runtimes:
+                self.runtimes[behavior_id] = self._create_runtime(behavior_id, spec.to_spec())
+        for runtime in self.runtimes.values():
+            runtime.manager.discard_worker(worker_id)
+        if self.recorder is not None:
+            self.recorder.discard_worker(worker_id)
+        for key in [k for k in self._last_action if k[0] == worker_id]:
+            del self._last_action[key]
+        self.reset_count += 1
+        return True
+
     @timed_method(ENV_STEP)
     def advance(self, timeout: float = 1.0) -> int:
         """One round: the steps of every ready worker processed, their next actions sent.
@@ -132,7 +167,9 @@ class EnvManager:
             if isinstance(event, WorkerFault):
                 self._handle_fault(event)
             elif event.generation == self.pool.generation(event.worker_id):
-                results.append(event)
+                reset = event.worker_id in self._reset_pending and self._reset_worker(event)
+                if not reset:
+                    results.append(event)
         if not results:
             return 0
         with self.perf.measure(PerfKind.PROCESSING), self.timers.scope(PROCESS_STEPS):

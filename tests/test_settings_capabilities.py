@@ -29,13 +29,6 @@ BUILTIN = frozenset({"ppo", "sac", "poca"})  # the trainer types agents-learn im
 
 # Every example config of ML-Agents that needs something agents-learn lacks, and what.
 REFUSED = {
-    "poca/SoccerTwos.yaml": [
-        "behaviors.SoccerTwos.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
-    ],
-    "poca/StrikersVsGoalie.yaml": [
-        "behaviors.Goalie.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
-        "behaviors.Striker.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
-    ],
     "ppo/3DBall_randomize.yaml": [
         "environment_parameters.mass: samplers are not supported yet (uniform); use a constant value",
         "environment_parameters.scale: samplers are not supported yet (uniform); use a constant value",
@@ -55,6 +48,8 @@ ACCEPTED = [
     "imitation/Pyramids.yaml",
     "poca/DungeonEscape.yaml",
     "poca/PushBlockCollab.yaml",
+    "poca/SoccerTwos.yaml",
+    "poca/StrikersVsGoalie.yaml",
     "ppo/3DBall.yaml",
     "ppo/3DBallHard.yaml",
     "ppo/Basic.yaml",
@@ -92,10 +87,8 @@ def config_id(path: Path) -> str:
 
 def test_every_example_config_is_either_refused_or_accepted() -> None:
     assert sorted([*REFUSED, *ACCEPTED]) == [config_id(p) for p in ALL_CONFIGS]
-    assert {name for name in REFUSED if name.startswith("poca/")} == {
-        "poca/SoccerTwos.yaml",
-        "poca/StrikersVsGoalie.yaml",
-    }
+    # POCA and self-play (SoccerTwos, StrikersVsGoalie) are implemented: no poca config is refused
+    assert not [name for name in REFUSED if name.startswith("poca/")]
 
 
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=config_id)
@@ -125,22 +118,22 @@ def demo_paths(options: RunOptions) -> list[str]:
 
 
 def test_raising_wrapper_lists_every_problem_together() -> None:
-    options = load_run_options(CONFIGS / "poca/StrikersVsGoalie.yaml")
+    options = load_run_options(CONFIGS / "ppo/WallJump_curriculum.yaml")
     with pytest.raises(UnsupportedFeatureError) as info:
         require_capabilities(options, BUILTIN)
     assert isinstance(info.value, ConfigError)
     lines = str(info.value).splitlines()
     assert lines[0] == "2 things in the run configuration are not supported yet:"
-    assert [line.strip() for line in lines[1:]] == REFUSED["poca/StrikersVsGoalie.yaml"]
+    assert [line.strip() for line in lines[1:]] == REFUSED["ppo/WallJump_curriculum.yaml"]
 
 
 def test_one_problem_is_one_line() -> None:
-    options = structure_run_options({"behaviors": {"A": {"trainer_type": "sac", "self_play": {}}}})
+    options = structure_run_options(
+        {"behaviors": {"A": {"trainer_type": "mappo", "self_play": {}}}}, hyperparameter_types={"mappo": POCASettings}
+    )
     with pytest.raises(UnsupportedFeatureError) as info:
         require_capabilities(options, BUILTIN)
-    assert str(info.value) == (
-        "behaviors.A.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section"
-    )
+    assert str(info.value) == "behaviors.A.trainer_type: 'mappo' has no trainer yet (available: poca, ppo, sac)"
 
 
 def test_plugin_trainer_types_are_allowed_and_own_their_components() -> None:
@@ -155,12 +148,9 @@ def test_plugin_trainer_types_are_allowed_and_own_their_components() -> None:
         "behaviors.P.reward_signals.curiosity: the curiosity reward signal is not supported yet for trainer_type "
         "mappo (only extrinsic); remove it",
     ]
-    # Self-play is run-wide machinery: refused for plugin types too.
+    # Self-play wraps the trainer loop, whatever the algorithm: accepted for plugin types too.
     soccer = load_run_options(CONFIGS / "poca/SoccerTwos.yaml")
-    assert check_capabilities(soccer, {"ppo", "poca"}) == [
-        "behaviors.SoccerTwos.self_play: self-play (the ghost trainer) is not supported yet; "
-        "remove the self_play section"
-    ]
+    assert check_capabilities(soccer, {"ppo", "poca"}) == []
 
 
 def test_default_settings_are_checked_since_they_train_unlisted_behaviors() -> None:
@@ -217,7 +207,7 @@ def test_constants_and_one_lesson_constant_curricula_are_accepted() -> None:
     ]
 
 
-def test_self_play_sections_are_never_ignored_and_cloning_is_accepted() -> None:
+def test_self_play_and_cloning_are_accepted() -> None:
     options = structure_run_options(
         {
             "behaviors": {
@@ -228,9 +218,7 @@ def test_self_play_sections_are_never_ignored_and_cloning_is_accepted() -> None:
             }
         }
     )
-    assert check_capabilities(options, BUILTIN) == [
-        "behaviors.A.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section",
-    ]
+    assert check_capabilities(options, BUILTIN) == []
 
 
 # ---------------------------------------------------------------- import direction

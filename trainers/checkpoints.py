@@ -122,6 +122,17 @@ class TrainingStatus:
             data = self._behaviors.get(behavior, {}).get("final_checkpoint")
         return None if data is None else CheckpointRecord.from_json(data)
 
+    def set_parameter(self, behavior: str, key: str, value: float | int | str | None) -> None:
+        """A per-behavior value ML-Agents keeps beside the checkpoints (``elo``, ``lesson_num``)."""
+        with self._lock:
+            self._behaviors.setdefault(behavior, {})[key] = value
+            self._write_locked()
+
+    def parameter(self, behavior: str, key: str) -> Any:
+        """The value :meth:`set_parameter` recorded (or a resumed file held), else None."""
+        with self._lock:
+            return self._behaviors.get(behavior, {}).get(key)
+
     def _write_locked(self) -> None:
         data: dict[str, Any] = {
             "metadata": {

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from processors.queue import AgentManagerQueue
 from processors.trajectory import Trajectory
@@ -36,6 +36,17 @@ logger = logging.getLogger(__name__)
 MAX_TRAJECTORIES_PER_ADVANCE = 64
 # The checkpoint format: 1 = {format, behavior, step, elapsed_seconds, **algorithm state}.
 CHECKPOINT_FORMAT = 1
+
+
+class CheckpointExtension(Protocol):
+    """State kept beside the algorithm's in every checkpoint (see ``checkpoint_extensions``)."""
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        """Tensors and plain data to save with the checkpoint being written."""
+
+    def load_checkpoint_state(self, state: Mapping[str, Any] | None, path: Path) -> None:
+        """Restore what :meth:`checkpoint_state` saved (None: the checkpoint has none);
+        ``path`` names the checkpoint in messages."""
 
 
 class Trainer:
@@ -66,6 +77,9 @@ class Trainer:
         self._recent_reward: float | None = None
         self.perf: PerfStats | None = None  # when set, every update is timed as PerfKind.UPDATE
         self.timers = Timers()  # the controller hands over the run's (timers.json)
+        # Machinery around the loop (self-play's ghost trainer) whose state goes into every
+        # checkpoint under its key and comes back on --resume.
+        self.checkpoint_extensions: dict[str, CheckpointExtension] = {}
 
     @property
     def policy(self) -> TorchPolicy:
@@ -172,6 +186,7 @@ class Trainer:
             "step": self.step,
             "elapsed_seconds": self.elapsed_seconds,
             **self.algorithm.state(),
+            **{key: extension.checkpoint_state() for key, extension in self.checkpoint_extensions.items()},
         }
 
     @timed_method(CHECKPOINT)
@@ -209,6 +224,8 @@ class Trainer:
             raise mlagents_checkpoint.resume_refusal(path, self.checkpoints.run_dir.name)
         self._load(state, path, weights_only=False, what="--resume")
         self.step = int(state["step"])
+        for key, extension in self.checkpoint_extensions.items():
+            extension.load_checkpoint_state(state.get(key), path)
         if replay_buffer:
             self._load_replay_buffer()
         self.elapsed_before = float(state.get("elapsed_seconds", 0.0))
@@ -295,6 +312,17 @@ class Trainer:
             ) from None
 
 
+class Advances(Protocol):
+    """What :class:`TrainerThread` runs: the trainer loop, or the ghost trainer around one."""
+
+    @property
+    def behavior_name(self) -> str: ...
+
+    def advance(self, timeout: float = 0.0) -> bool: ...
+
+    def close_queues(self) -> None: ...
+
+
 class TrainerThread:
     """Runs ``trainer.advance()`` in a daemon thread until ``stop`` is set.
 
@@ -303,7 +331,7 @@ class TrainerThread:
     (after saving the healthy behaviors) instead of waiting on a trainer that is gone.
     """
 
-    def __init__(self, trainer: Trainer, stop: threading.Event):
+    def __init__(self, trainer: Advances, stop: threading.Event):
         self.trainer = trainer
         self.stop = stop
         self.failed = threading.Event()

@@ -69,6 +69,12 @@ class EnvWorkerPool(abc.ABC):
     def poll(self, timeout: float) -> list[WorkerResult | WorkerFault]:
         """What came back, waiting up to ``timeout`` seconds for the first item."""
 
+    def reset(self, worker_id: int) -> None:
+        """Reset the worker's environment instead of stepping it (every episode starts anew,
+        agent ids may be reused); the first observation comes from ``poll`` like a step's.
+        Backends that cannot raise NotImplementedError (the env manager then goes on without)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot reset its environments")
+
     @abc.abstractmethod
     def restart(self, worker_id: int) -> None:
         """End the worker's environment and open a fresh one (a new generation)."""
@@ -133,6 +139,17 @@ class InProcessPool(EnvWorkerPool):
         out = list(self._ready)
         self._ready.clear()
         return out
+
+    def reset(self, worker_id: int) -> None:
+        if self._opened is None:
+            return
+        try:
+            start = time.perf_counter()
+            self._opened.env.reset()
+            seconds = time.perf_counter() - start
+            self._ready.append(observe(self._opened, self._known, 0, self._generation, seconds))
+        except Exception as error:  # noqa: BLE001 - a fault value
+            self._ready.append(self._fault(error))
 
     def restart(self, worker_id: int) -> None:
         self._close_env()

@@ -27,7 +27,7 @@ from envs.workers.records import FaultKind, WorkerFault, WorkerResult
 logger = logging.getLogger(__name__)
 
 # Messages parent -> child.
-_STEP, _CLOSE = "step", "close"
+_STEP, _RESET, _CLOSE = "step", "reset", "close"
 
 
 def _worker_main(conn: Connection, launch: EnvLaunch, worker_id: int, generation: int, log_format: LogFormat) -> None:
@@ -60,7 +60,12 @@ def _worker_main(conn: Connection, launch: EnvLaunch, worker_id: int, generation
             if message[0] == _CLOSE:
                 return
             try:
-                seconds = apply_and_step(opened, message[1])
+                if message[0] == _RESET:
+                    start = time.perf_counter()
+                    opened.env.reset()
+                    seconds = time.perf_counter() - start
+                else:
+                    seconds = apply_and_step(opened, message[1])
                 conn.send(observe(opened, known, worker_id, generation, seconds))
             except Exception as error:  # noqa: BLE001 - a fault value
                 conn.send(fault(error))
@@ -125,6 +130,16 @@ class SubprocessPool(EnvWorkerPool):
             return
         try:
             worker.conn.send((_STEP, dict(actions)))
+            worker.waiting_since = time.monotonic()
+        except (BrokenPipeError, OSError):
+            worker.waiting_since = time.monotonic() - self.hang_timeout_s  # reported by poll
+
+    def reset(self, worker_id: int) -> None:
+        worker = self._workers.get(worker_id)
+        if worker is None:
+            return
+        try:
+            worker.conn.send((_RESET,))
             worker.waiting_since = time.monotonic()
         except (BrokenPipeError, OSError):
             worker.waiting_since = time.monotonic() - self.hang_timeout_s  # reported by poll

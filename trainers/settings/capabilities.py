@@ -3,8 +3,8 @@
 ML-Agents' schema is loaded in full (every example config parses), but some of what it
 describes has no implementation here. Such a configuration must fail before the results folder
 is written or an environment launched, never train something other than what it says: a
-``self_play`` section silently trained as plain PPO, or a curriculum stuck on its first lesson,
-would waste a run and mislead.
+curriculum stuck on its first lesson, or a reward signal a trainer ignores, would waste a run
+and mislead.
 
 ``check_capabilities`` lists every such thing with its key path; ``require_capabilities``
 raises them together as one ConfigError. Call it once the run options are final (CLI flags
@@ -17,9 +17,10 @@ applied) and before anything is written::
 Trainer types come from the caller (the registry: ppo plus plugins), so a plugin's type is
 allowed. What a trainer does with its own sections (reward signals, behavioral cloning) is the
 plugin's business: those checks apply only to the trainer types agents-learn implements itself
-(``OWN_TRAINER_TYPES``) and to types that have no trainer. Self-play and
-environment parameters are run-wide machinery (the ghost trainer, the environment side
-channel), refused whatever the trainer type.
+(``OWN_TRAINER_TYPES``) and to types that have no trainer. Environment parameters are run-wide
+machinery (the environment side channel), refused whatever the trainer type. Self-play is
+accepted for every trainer type: the ghost trainer (``trainers.ghost``) wraps the trainer loop,
+whatever algorithm it runs.
 
 Keys parsed but not acted on are refused when they differ from their default (see
 ``_unused_keys``); keys that ML-Agents itself ignores in the same way are accepted.
@@ -112,8 +113,6 @@ def _trainer_problems(where: str, settings: TrainerSettings, available: list[str
         yield (
             f"{where}.trainer_type: {short_repr(trainer_type)} has no trainer yet (available: {', '.join(available)})"
         )
-    if settings.self_play is not None:
-        yield (f"{where}.self_play: self-play (the ghost trainer) is not supported yet; remove the self_play section")
     if has_trainer and trainer_type not in OWN_TRAINER_TYPES:
         return  # a plugin's trainer: its reward signals and imitation are its own
     supported = SUPPORTED_REWARD_SIGNALS.get(trainer_type, frozenset({RewardSignalType.EXTRINSIC}))
