@@ -325,11 +325,11 @@ def test_a_missing_gail_demonstration_is_named_with_its_key_path():
 
 def test_registry_names_missing_trainer_type():
     registry = TrainerRegistry.with_plugins()
-    with pytest.raises(UnknownTrainerTypeError, match="'poca' has no trainer.*available: ppo, sac"):
+    with pytest.raises(UnknownTrainerTypeError, match="'mappo' has no trainer.*available: poca, ppo, sac"):
         registry.create(
             behavior_name="Walker",
             behavior_spec=SPEC,
-            settings=settings(trainer_type="poca"),
+            settings=settings(trainer_type="mappo"),
             stats_reporter=StatsReporter("Walker"),
             checkpoints=None,
             seed=0,
