@@ -46,11 +46,11 @@ from stats.tags import GROUP_CUMULATIVE_REWARD
 from trainers import seeding
 from trainers.behavioral_cloning import behavioral_cloning_for
 from trainers.exceptions import ConfigError
+from trainers.on_policy import checkpoint_state, load_checkpoint_state, schedules
 from trainers.poca_buffer import POCABatch, POCABuffer
 from trainers.poca_networks import GroupObservations, POCACritic
 from trainers.policy import TorchPolicy
-from trainers.ppo import MIN_BETA, MIN_EPSILON, MIN_LEARNING_RATE
-from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae
+from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, gae
 from trainers.reward_signal_factory import create_reward_signals
 from trainers.reward_signals import EpisodeSignalRewards, signal_tag
 from trainers.seeding import Stream
@@ -99,7 +99,7 @@ class POCA:
         ).to(self.device)
         parameters = [*self.policy.actor.parameters(), *self.critic.parameters()]
         self.optimizer = torch.optim.Adam(parameters, lr=hyperparameters.learning_rate)
-        self._shuffle = seeding.generator(seed, Stream.SHUFFLE)
+        self.shuffle = seeding.generator(seed, Stream.SHUFFLE)
         memory = settings.network_settings.memory
         self.sequence_length = 1 if memory is None else int(memory.sequence_length)
         self.buffer = POCABuffer(
@@ -265,11 +265,7 @@ class POCA:
 
     def schedules(self, step: int) -> tuple[float, float, float]:
         """(learning rate, beta, epsilon) at trainer step ``step``."""
-        hp, max_steps = self.hyperparameters, self.settings.max_steps
-        learning_rate = decayed_value(hp.learning_rate_schedule, hp.learning_rate, MIN_LEARNING_RATE, step, max_steps)
-        beta = decayed_value(hp.beta_schedule, hp.beta, MIN_BETA, step, max_steps)
-        epsilon = decayed_value(hp.epsilon_schedule, hp.epsilon, MIN_EPSILON, step, max_steps)
-        return learning_rate, beta, epsilon
+        return schedules(self.hyperparameters, step, self.settings.max_steps)
 
     def update(self, step: int) -> dict[str, float]:
         learning_rate, beta, epsilon = self.schedules(step)
@@ -285,7 +281,7 @@ class POCA:
         signal_stats: dict[str, list[float]] = {}
         self.policy.actor.train()
         for _ in range(self.hyperparameters.num_epoch):
-            order = torch.randperm(sequences, generator=self._shuffle).to(self.device)
+            order = torch.randperm(sequences, generator=self.shuffle).to(self.device)
             order = sequence_rows(order * length, length)  # each sequence's rows, in order
             for i in range(minibatches):
                 minibatch = batch.take(order[i * rows : (i + 1) * rows])
@@ -357,29 +353,10 @@ class POCA:
     # ------------------------------------------------------------------ checkpoints
 
     def state(self) -> dict[str, Any]:
-        state: dict[str, Any] = {
-            "actor": self.policy.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
-            "shuffle_rng": self._shuffle.get_state(),
-        }
-        signals = {signal.name: signal.state() for signal in self.reward_signals}
-        if any(signals.values()):
-            state["reward_signals"] = signals
-        if self.cloning is not None:
-            state["behavioral_cloning"] = self.cloning.state()
-        return state
+        return checkpoint_state(self)
 
     def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
-        self.policy.actor.load_state_dict(state["actor"], strict=True)
-        self.critic.load_state_dict(state["critic"], strict=True)
-        for signal in self.reward_signals:
-            signal.load(state.get("reward_signals", {}).get(signal.name, {}))
-        if not weights_only:
-            self.optimizer.load_state_dict(state["optimizer"])
-            self._shuffle.set_state(state["shuffle_rng"])
-            if self.cloning is not None and "behavioral_cloning" in state:
-                self.cloning.load(state["behavioral_cloning"])
+        load_checkpoint_state(self, state, weights_only=weights_only)
 
 
 def _widen(x: torch.Tensor, width: int) -> torch.Tensor:
