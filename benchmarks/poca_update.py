@@ -22,8 +22,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
-
+from benchmarks.ppo_update import SAMPLES, SPEC, synthetic_trajectories
 from processors import Trajectory
 from processors.groups import Groupmates
 from stats import StatsReporter
@@ -31,52 +30,25 @@ from trainers.poca import POCA
 from trainers.ppo import PPO
 from trainers.settings import POCASettings, load_run_options
 
-SAMPLES = 12_096
-TRAJECTORY_LENGTH = 1_000
 MATES = 3
-SPEC = BehaviorSpec(
-    [ObservationSpec((8,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "vector")], ActionSpec(2, ())
-)
 
 
-def synthetic_trajectories(rng: np.random.Generator) -> list[Trajectory]:
-    lengths = [TRAJECTORY_LENGTH] * (SAMPLES // TRAJECTORY_LENGTH) + [SAMPLES % TRAJECTORY_LENGTH]
-    trajectories = []
-    for i, n in enumerate(lengths):
-        actions = rng.standard_normal((n, 2)).astype(np.float32)
-        done = np.zeros(n, bool)
-        done[-1] = i % 2 == 0
+def grouped_trajectories(rng: np.random.Generator) -> list[Trajectory]:
+    """ppo_update's synthetic trajectories, each agent with MATES group mates at every step."""
+    grouped = []
+    for trajectory in synthetic_trajectories(rng):
+        n = trajectory.length
         mates = Groupmates(
             present=np.ones((n, MATES), bool),
             obs=(rng.standard_normal((n, MATES, 8)).astype(np.float32),),
             continuous_actions=rng.standard_normal((n, MATES, 2)).astype(np.float32),
             discrete_actions=np.zeros((n, MATES, 0), np.int32),
             rewards=np.zeros((n, MATES), np.float32),
-            done=np.repeat(done[:, None], MATES, axis=1),
+            done=np.repeat(trajectory.done[:, None], MATES, axis=1),
             next_obs=(rng.standard_normal((MATES, 8)).astype(np.float32),),
         )
-        trajectories.append(
-            Trajectory(
-                behavior_id="Group?team=0",
-                agent_id=f"agent_0-{i}",
-                obs=(rng.standard_normal((n, 8)).astype(np.float32),),
-                next_obs=(rng.standard_normal(8).astype(np.float32),),
-                rewards=np.full(n, 0.1, np.float32),
-                done=done,
-                interrupted=np.zeros(n, bool),
-                continuous_actions=actions,
-                discrete_actions=np.zeros((n, 0), np.int32),
-                continuous_log_probs=-0.5 * actions**2 - 0.92,
-                discrete_log_probs=np.zeros((n, 0), np.float32),
-                action_masks=np.zeros((n, 0), bool),
-                prev_continuous_actions=np.zeros((n, 2), np.float32),
-                prev_discrete_actions=np.zeros((n, 0), np.int32),
-                memories=np.zeros((n, 0), np.float32),
-                group_id=np.ones(n, np.int32),
-                groupmates=mates,
-            )
-        )
-    return trajectories
+        grouped.append(attrs.evolve(trajectory, group_id=np.ones(n, np.int32), groupmates=mates))
+    return grouped
 
 
 def measure(trainer_type: str, threads: int, repeats: int) -> dict:
@@ -98,7 +70,7 @@ def measure(trainer_type: str, threads: int, repeats: int) -> dict:
         algorithm = PPO(
             behavior_name="Group", behavior_spec=SPEC, settings=settings, stats_reporter=StatsReporter("G"), seed=0
         )
-    trajectories = synthetic_trajectories(np.random.default_rng(0))
+    trajectories = grouped_trajectories(np.random.default_rng(0))
     update_seconds, processing_seconds = [], []
     for _ in range(repeats):
         start = time.perf_counter()
