@@ -492,6 +492,19 @@ class BuiltinEnv(BaseEnv):
             raise UnityEnvironmentException(f"{self.env_name}: the environment is closed")
 
 
+def whole_option(env_name: str, option: str, value: float, minimum: int) -> int:
+    """``value`` as an int: options come as floats from environment parameters, so 1.5 or -1
+    must fail loudly (ValueError naming the environment and option) rather than be truncated
+    into a different environment."""
+    try:
+        whole = float(value).is_integer() and value >= minimum
+    except (TypeError, ValueError):
+        whole = False
+    if not whole:
+        raise ValueError(f"{env_name}: {option} must be a whole number >= {minimum} (got {value!r})")
+    return int(value)
+
+
 def one_hot(index: np.ndarray, size: int) -> np.ndarray:
     """[n] int -> [n, size] float32 one-hot rows."""
     out = np.zeros((len(index), size), dtype=np.float32)
@@ -522,4 +535,5 @@ __all__ = [
     "var_len_obs_spec",
     "vector_obs_spec",
     "visual_obs_spec",
+    "whole_option",
 ]

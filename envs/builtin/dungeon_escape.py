@@ -79,7 +79,7 @@ import numpy as np
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 
-from envs.builtin._core import BuiltinEnv, action_spec_discrete, vector_obs_spec
+from envs.builtin._core import BuiltinEnv, action_spec_discrete, vector_obs_spec, whole_option
 
 #: Cell offsets (x, y) of the 5 actions: stay, +x, -x, +y, -y.
 MOVES = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], dtype=np.int64)
@@ -93,13 +93,7 @@ ESCAPE_REWARD = 1.0
 
 
 def _whole(option: str, value: float, minimum: int) -> int:
-    try:
-        whole = float(value).is_integer() and value >= minimum
-    except (TypeError, ValueError):
-        whole = False
-    if not whole:
-        raise ValueError(f"DungeonEscape: {option} must be a whole number >= {minimum} (got {value!r})")
-    return int(value)
+    return whole_option("DungeonEscape", option, value, minimum)
 
 
 def obs_size(num_agents: int) -> int:

@@ -58,7 +58,7 @@ import numpy as np
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 
-from envs.builtin._core import BuiltinEnv, action_spec_discrete, vector_obs_spec
+from envs.builtin._core import BuiltinEnv, action_spec_discrete, vector_obs_spec, whole_option
 
 DEFAULT_LENGTH = 7
 DEFAULT_KICK = 2
@@ -70,13 +70,7 @@ FORWARD = np.array([0, 1, -1], dtype=np.int64)
 
 
 def _whole(option: str, value: float, minimum: int) -> int:
-    try:
-        whole = float(value).is_integer() and value >= minimum
-    except (TypeError, ValueError):
-        whole = False
-    if not whole:
-        raise ValueError(f"LineSoccer: {option} must be a whole number >= {minimum} (got {value!r})")
-    return int(value)
+    return whole_option("LineSoccer", option, value, minimum)
 
 
 class LineSoccerEnv(BuiltinEnv):

@@ -93,7 +93,7 @@ import numpy as np
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, ObservationSpec, ObservationType
 from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 
-from envs.builtin._core import BuiltinEnv, var_len_obs_spec, vector_obs_spec, visual_obs_spec
+from envs.builtin._core import BuiltinEnv, var_len_obs_spec, vector_obs_spec, visual_obs_spec, whole_option
 
 #: ML-Agents' constants: reward per decision, and the success reward 1 + 6 * 0.01 (sized for
 #: its default step 0.2, kept whatever ``step_size`` is, as ML-Agents does).
@@ -118,15 +118,7 @@ MEMORY_SHOW_STEPS = 2
 
 
 def _whole(option: str, value: float, minimum: int) -> int:
-    """``value`` as an int: options come as floats from environment parameters, so 1.5 or -1
-    must fail loudly rather than be truncated into a different environment."""
-    try:
-        whole = float(value).is_integer() and value >= minimum
-    except (TypeError, ValueError):
-        whole = False
-    if not whole:
-        raise ValueError(f"Simple: {option} must be a whole number >= {minimum} (got {value!r})")
-    return int(value)
+    return whole_option("Simple", option, value, minimum)
 
 
 def _sizes(
