@@ -4,7 +4,7 @@ behavioral cloning), so a checkpoint of either reads the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 import torch
@@ -14,6 +14,7 @@ from trainers.behavioral_cloning import BehavioralCloning
 from trainers.policy import TorchPolicy
 from trainers.ppo_math import decayed_value
 from trainers.reward_signals import RewardSignal
+from trainers.sequences import sequence_rows
 from trainers.settings import POCASettings
 
 # Floors of the linear schedules, as ML-Agents decays them.
@@ -30,6 +31,23 @@ def schedules(hyperparameters: POCASettings, step: int, max_steps: int) -> tuple
     beta = decayed_value(hp.beta_schedule, hp.beta, MIN_BETA, step, max_steps)
     epsilon = decayed_value(hp.epsilon_schedule, hp.epsilon, MIN_EPSILON, step, max_steps)
     return learning_rate, beta, epsilon
+
+
+def minibatches(
+    rows: int, sequence_length: int, batch_size: int, num_epoch: int, generator: torch.Generator, device: torch.device
+) -> Iterator[torch.Tensor]:
+    """The buffer rows of every minibatch of an update, epoch by epoch: whole sequences of
+    ``sequence_length`` rows (1 without memory), shuffled by ``generator`` each epoch,
+    ``batch_size / sequence_length`` of them per minibatch; what does not fill a minibatch is
+    left out of that epoch, as ML-Agents does."""
+    sequences = rows // sequence_length
+    per_minibatch = min(max(batch_size // sequence_length, 1), sequences)
+    count, size = sequences // per_minibatch, per_minibatch * sequence_length
+    for _ in range(num_epoch):
+        order = torch.randperm(sequences, generator=generator).to(device)
+        order = sequence_rows(order * sequence_length, sequence_length)  # each sequence's rows, in order
+        for i in range(count):
+            yield order[i * size : (i + 1) * size]
 
 
 class OnPolicyLearner(Protocol):

@@ -46,7 +46,7 @@ from stats.tags import GROUP_CUMULATIVE_REWARD
 from trainers import seeding
 from trainers.behavioral_cloning import behavioral_cloning_for
 from trainers.exceptions import ConfigError
-from trainers.on_policy import checkpoint_state, load_checkpoint_state, schedules
+from trainers.on_policy import checkpoint_state, load_checkpoint_state, minibatches, schedules
 from trainers.poca_buffer import POCABatch, POCABuffer
 from trainers.poca_networks import GroupObservations, POCACritic
 from trainers.policy import TorchPolicy
@@ -54,7 +54,7 @@ from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, gae
 from trainers.reward_signal_factory import create_reward_signals
 from trainers.reward_signals import EpisodeSignalRewards, signal_tag
 from trainers.seeding import Stream
-from trainers.sequences import CriticMemories, masked_mean, sequence_rows
+from trainers.sequences import CriticMemories, masked_mean
 from trainers.settings import POCASettings, TrainerSettings
 
 
@@ -272,29 +272,24 @@ class POCA:
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         batch = self.buffer.to_batch(self.device)
-        length = self.sequence_length
-        sequences = len(self.buffer) // length  # whole sequences (steps, without memory)
-        per_minibatch = min(max(self.hyperparameters.batch_size // length, 1), sequences)
-        minibatches = sequences // per_minibatch
-        rows = per_minibatch * length
+        hp = self.hyperparameters
         losses: dict[str, list[torch.Tensor]] = {"policy": [], "value": [], "baseline": []}
         signal_stats: dict[str, list[float]] = {}
         self.policy.actor.train()
-        for _ in range(self.hyperparameters.num_epoch):
-            order = torch.randperm(sequences, generator=self.shuffle).to(self.device)
-            order = sequence_rows(order * length, length)  # each sequence's rows, in order
-            for i in range(minibatches):
-                minibatch = batch.take(order[i * rows : (i + 1) * rows])
-                policy_loss, value_loss, baseline_loss, loss = self.losses(minibatch, beta, epsilon)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                self.optimizer.step()
-                losses["policy"].append(policy_loss.detach())
-                losses["value"].append(value_loss.detach())
-                losses["baseline"].append(baseline_loss.detach())
-                for signal in self._training_signals:
-                    for tag, value in signal.update(minibatch.agent.signal_batch()).items():
-                        signal_stats.setdefault(tag, []).append(value)
+        for rows in minibatches(
+            len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
+        ):
+            minibatch = batch.take(rows)
+            policy_loss, value_loss, baseline_loss, loss = self.losses(minibatch, beta, epsilon)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            self.optimizer.step()
+            losses["policy"].append(policy_loss.detach())
+            losses["value"].append(value_loss.detach())
+            losses["baseline"].append(baseline_loss.detach())
+            for signal in self._training_signals:  # on the same minibatch, as ML-Agents
+                for tag, value in signal.update(minibatch.agent.signal_batch()).items():
+                    signal_stats.setdefault(tag, []).append(value)
         self.policy.actor.eval()
         self.buffer.clear()
         stats = {

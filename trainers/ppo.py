@@ -34,13 +34,13 @@ from trainers.behavioral_cloning import behavioral_cloning_for
 from trainers.buffer import PPOBatch, UpdateBuffer
 from trainers.exceptions import ConfigError
 from trainers.networks import Critic, ValueHeads
-from trainers.on_policy import checkpoint_state, load_checkpoint_state, schedules
+from trainers.on_policy import checkpoint_state, load_checkpoint_state, minibatches, schedules
 from trainers.policy import TorchPolicy
 from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, gae
 from trainers.reward_signal_factory import create_reward_signals
 from trainers.reward_signals import EpisodeSignalRewards, signal_tag
 from trainers.seeding import Stream
-from trainers.sequences import CriticMemories, masked_mean, sequence_rows
+from trainers.sequences import CriticMemories, masked_mean
 from trainers.settings import PPOSettings, TrainerSettings
 
 
@@ -182,25 +182,20 @@ class PPO:
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
         batch = self.buffer.to_batch(self.device)
-        length = self.sequence_length
-        sequences = len(self.buffer) // length  # whole sequences (steps, without memory)
-        per_minibatch = min(max(self.hyperparameters.batch_size // length, 1), sequences)
-        minibatches = sequences // per_minibatch
+        hp = self.hyperparameters
         policy_losses, value_losses = [], []
         signal_stats: dict[str, list[float]] = {}
         self.policy.actor.train()
-        for _ in range(self.hyperparameters.num_epoch):
-            order = torch.randperm(sequences, generator=self.shuffle).to(self.device)
-            order = sequence_rows(order * length, length)  # each sequence's rows, in order
-            rows = per_minibatch * length
-            for i in range(minibatches):
-                minibatch = batch.take(order[i * rows : (i + 1) * rows])
-                policy_loss, value_loss = self._minibatch_step(minibatch, beta, epsilon)
-                policy_losses.append(policy_loss)
-                value_losses.append(value_loss)
-                for signal in self._training_signals:  # on the same minibatch, as ML-Agents
-                    for tag, value in signal.update(minibatch.signal_batch()).items():
-                        signal_stats.setdefault(tag, []).append(value)
+        for rows in minibatches(
+            len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
+        ):
+            minibatch = batch.take(rows)
+            policy_loss, value_loss = self._minibatch_step(minibatch, beta, epsilon)
+            policy_losses.append(policy_loss)
+            value_losses.append(value_loss)
+            for signal in self._training_signals:  # on the same minibatch, as ML-Agents
+                for tag, value in signal.update(minibatch.signal_batch()).items():
+                    signal_stats.setdefault(tag, []).append(value)
         self.policy.actor.eval()
         self.buffer.clear()
         stats = {
