@@ -23,6 +23,7 @@ from pathlib import Path
 import attrs
 from mlagents_envs.base_env import BehaviorSpec
 
+from orchestration.curriculum import Curriculum, lesson_tag
 from orchestration.env_manager import BehaviorRuntime, EnvManager
 from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
 from stats import PerfStats, StatsHub, StatsProperty, StatsReporter, Timers, timed_method
@@ -65,7 +66,10 @@ class TrainerController:
     ``stop``: set it (Ctrl-C handler) to end the run cleanly. ``on_started`` is called once,
     when the first trainer exists (its checkpoint, if resumed, loaded): from then on the run
     may write into an earlier run's folder. ``timers``: the run's, timed under ML-Agents' names
-    (``stats.timer_names``) and handed to every trainer.
+    (``stats.timer_names``) and handed to every trainer. ``curriculum``: the run's environment
+    parameters; their lesson numbers are reported to every behavior, and a lesson completed
+    (checked every round while training) sends its parameter's next value to the environments
+    (resetting them when the lesson asks to).
     """
 
     def __init__(
@@ -83,6 +87,7 @@ class TrainerController:
         stop: threading.Event | None = None,
         clock: Callable[[], float] = time.monotonic,
         on_started: Callable[[], None] | None = None,
+        curriculum: Curriculum | None = None,
     ):
         cp = options.checkpoint_settings
         self.options = options
@@ -99,6 +104,7 @@ class TrainerController:
         self.stop = stop if stop is not None else threading.Event()
         self._clock = clock
         self._on_started = on_started
+        self.curriculum = curriculum
         self.started = False
         self._trainer_stop = threading.Event()
         self.trainers: dict[str, Trainer | GhostTrainer] = {}
@@ -126,6 +132,9 @@ class TrainerController:
         policy = trainer.policy.inference_copy(seed=self.seed + 1, device="cpu")
         threaded = settings.threaded and not self.inference
         manager = AgentManager(policy, behavior_id, self.reporters[name], settings.time_horizon, threaded=threaded)
+        curriculum = self.curriculum
+        if curriculum is not None and curriculum.watches(name):
+            manager.episode_reward_listeners.append(lambda rewards: curriculum.add_episode_rewards(name, rewards))
         if isinstance(trainer, GhostTrainer):
             trainer.add_team(behavior_id, manager)
         else:
@@ -212,13 +221,38 @@ class TrainerController:
                 if name not in self.threads:
                     trainer.advance(0.0)
             self._raise_first_failure()
-            if self.ghost_controller.should_reset():
-                # the learning team changed: every episode starts anew with the new roles
+            reset = self._advance_lessons(env_manager)
+            if self.ghost_controller.should_reset() or reset:
+                # the learning team changed (every episode starts anew with the new roles), or
+                # a new lesson asks for a reset
                 env_manager.request_reset()
+        self._report_lessons()
         now = self._clock()
         if now - self._last_perf >= PERF_REPORT_INTERVAL_S:
             self.report_perf(env_manager, now - self._last_perf)
             self._last_perf = now
+
+    def _advance_lessons(self, env_manager: EnvManager) -> bool:
+        """Move complete lessons on and send their values; whether a reset is asked for."""
+        curriculum = self.curriculum
+        if curriculum is None or not curriculum.has_lessons or not self.trainers:
+            return False
+        progress = {name: t.step / max(t.settings.max_steps, 1) for name, t in self.trainers.items()}
+        change = curriculum.update(progress)
+        if not change.lessons:
+            return False
+        values = curriculum.values()
+        env_manager.set_env_parameters({name: values[name] for name in change.lessons})
+        return change.must_reset
+
+    def _report_lessons(self) -> None:
+        """Every parameter's lesson number on every behavior's stats (ML-Agents' tag)."""
+        if self.curriculum is None:
+            return
+        for parameter, number in self.curriculum.lessons.items():
+            tag = lesson_tag(parameter)
+            for reporter in self.reporters.values():
+                reporter.set_stat(tag, float(number))
 
     @timed_method(START_LEARNING)
     def run(self, env_manager: EnvManager) -> RunOutcome:

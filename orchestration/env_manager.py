@@ -14,13 +14,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import NamedTuple
 
 import attrs
 import numpy as np
 from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps
 
+from envs.parameters import ParameterValue
 from envs.workers import EnvWorkerPool, RestartBudget, WorkerFault, WorkerResult
 from orchestration.demo_recorder import DemoRecorder
 from processors import ActionInfo, AgentManager, AgentManagerQueue
@@ -121,10 +122,16 @@ class EnvManager:
             if weights is not None:
                 runtime.policy.load_weights(weights)
 
+    def set_env_parameters(self, parameters: Mapping[str, ParameterValue]) -> None:
+        """Send environment parameters (a curriculum's new lesson) to every worker, with its
+        next step or reset, and to every worker restarted later."""
+        self.pool.set_parameters(parameters)
+
     def request_reset(self) -> None:
-        """Reset every environment (self-play's learning team changed, as ML-Agents does): each
-        worker's next result is dropped, with its agents' unfinished trajectories (nothing is
-        published, as ML-Agents' forced reset), and the worker is reset instead of stepped."""
+        """Reset every environment (self-play's learning team changed, or a curriculum lesson
+        that requires it, as ML-Agents does): each worker's next result is dropped, with its
+        agents' unfinished trajectories (nothing is published, as ML-Agents' forced reset), and
+        the worker is reset instead of stepped."""
         if self._reset_unsupported:
             return
         self._reset_pending = set(range(self.pool.num_workers))
@@ -137,7 +144,7 @@ class EnvManager:
         try:
             self.pool.reset(worker_id)
         except NotImplementedError as error:
-            logger.warning("%s; environments are not reset when the learning team changes", error)
+            logger.warning("%s; environments are not reset when a reset is asked for", error)
             self._reset_unsupported = True
             self._reset_pending.clear()
             return False

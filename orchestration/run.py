@@ -21,13 +21,14 @@ import os
 import random
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
 import torch
 
+from envs.parameters import ParameterValue
 from envs.unity import api_version as unity_api_version
 from envs.workers import (
     BUILTIN_PREFIX,
@@ -44,6 +45,7 @@ from envs.workers import (
     resolve_factory,
 )
 from orchestration.controller import RunOutcome, TrainerController
+from orchestration.curriculum import Curriculum
 from orchestration.demo_recorder import DemoRecorder
 from orchestration.env_manager import EnvManager
 from stats import (
@@ -60,7 +62,7 @@ from trainers.checkpoints import LATEST_CHECKPOINT, TrainingStatus, load_state, 
 from trainers.exceptions import AgentsLearnError, CheckpointError, ConfigError
 from trainers.mlagents_checkpoint import is_mlagents_checkpoint, resume_refusal
 from trainers.registry import TrainerRegistry
-from trainers.settings import ConstantSampler, RunOptions, require_capabilities, write_configuration
+from trainers.settings import RunOptions, require_capabilities, write_configuration
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +178,10 @@ def build_run(
             *writers,
         ]
     )
-    launch = environment_launch(options, run_dir, env_factory, bind_address)
+    curriculum = Curriculum(
+        options.environment_parameters, run_seed=env.seed, status=status, resume=cp.resume or cp.inference
+    )
+    launch = environment_launch(options, run_dir, env_factory, bind_address, curriculum.values())
     if launch.is_editor:
         logger.info("Listening on port 5004. Start training by pressing the Play button in the Unity Editor.")
     pool: EnvWorkerPool = SubprocessPool(launch, env.num_envs) if env.num_envs > 1 else InProcessPool(launch)
@@ -200,6 +205,7 @@ def build_run(
         timers=timers,
         stop=stop,
         on_started=on_started,
+        curriculum=curriculum,
     )
     restarts = RestartBudget(
         env.max_lifetime_restarts, env.restarts_rate_limit_n, float(env.restarts_rate_limit_period_s)
@@ -364,15 +370,13 @@ def finished_behaviors(options: RunOptions, status: TrainingStatus) -> dict[str,
 
 
 def environment_launch(
-    options: RunOptions, run_dir: Path, env_factory: EnvFactory | None, bind_address: str
+    options: RunOptions,
+    run_dir: Path,
+    env_factory: EnvFactory | None,
+    bind_address: str,
+    parameters: Mapping[str, ParameterValue],
 ) -> EnvLaunch:
-    """How each worker opens its environment, with the constant environment parameters."""
-    parameters = []
-    for key, parameter in options.environment_parameters.items():
-        value = parameter.curriculum[0].value
-        if not isinstance(value, ConstantSampler):  # refused by the configuration check
-            raise ConfigError(f"environment_parameters.{key}: only constant values are supported yet")
-        parameters.append((key, float(value.value)))
+    """How each worker opens its environment, with the environment parameters' current values."""
     env, engine = options.env_settings, options.engine_settings
     return EnvLaunch(
         env_path=env.env_path,
@@ -392,7 +396,7 @@ def environment_launch(
             engine.target_frame_rate,
             engine.capture_frame_rate,
         ),
-        env_parameters=tuple(parameters),
+        env_parameters=tuple(parameters.items()),
         log_folder=str((run_dir / "run_logs").resolve()),
         bind_address=bind_address,
     )

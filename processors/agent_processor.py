@@ -17,7 +17,7 @@ rewards are written only once some agent of the behavior has been in a group.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -99,6 +99,9 @@ class AgentProcessor:
         self._grouped = False
         self._groups: GroupTable | None = None  # the group mates' statuses, from the first grouped step
         self._zero_groups = (np.zeros(0, np.int32), np.zeros(0, np.float32))
+        # Called with the cumulative rewards of the episodes that end, in each step that ends
+        # some (a curriculum's reward buffer).
+        self.episode_reward_listeners: list[Callable[[np.ndarray], None]] = []
         # Per worker: the agent ids and slots of the latest decision, which the next
         # ActionInfo normally covers, so its lookup can be skipped.
         self._last_decision: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -434,6 +437,8 @@ class AgentProcessor:
         rewards = table.agent.episode_reward[slots][played]
         lengths = transitions[played] - terminal_transition[played]
         self._stats_reporter.add_stats(CUMULATIVE_REWARD, rewards, StatsAggregationMethod.HISTOGRAM)
+        for listener in self.episode_reward_listeners:
+            listener(rewards)
         self._stats_reporter.add_stats(EPISODE_LENGTH, lengths.astype(np.float64))
 
     def _publish(self, table: AgentTable, slots: np.ndarray, counts: np.ndarray, next_obs: list[np.ndarray]) -> None:

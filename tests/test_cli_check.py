@@ -36,14 +36,12 @@ def test_a_valid_configuration_prints_what_would_run_and_writes_nothing(tmp_path
 def test_every_problem_found_without_an_environment_is_exit_1_and_writes_nothing(tmp_path):
     data = yaml.safe_load(basic_config(tmp_path, 1000).read_text())
     data["behaviors"]["Basic"]["behavioral_cloning"] = {"demo_path": "Demos/Expert.demo", "strength": 0.5}
-    data["environment_parameters"] = {
-        "mass": {"sampler_type": "uniform", "sampler_parameters": {"min_value": 1, "max_value": 2}}
-    }
+    data["behaviors"]["Basic"]["reward_signals"]["curiosity"] = {"network_settings": {"memory": {"memory_size": 8}}}
     bc = tmp_path / "bc.yaml"
     bc.write_text(yaml.safe_dump(data))
     line = one_line_error(run_cli(tmp_path, str(bc), "--check"))
     assert "behaviors.Basic.behavioral_cloning.demo_path: Demos/Expert.demo does not exist" in line
-    assert "environment_parameters.mass: samplers are not supported yet (uniform)" in line
+    assert "behaviors.Basic.reward_signals.curiosity.network_settings.memory: the curiosity signal's network" in line
     assert one_line_error(run_cli(tmp_path, str(bc))) == line  # a real run refuses the same, first
 
     typo = tmp_path / "typo.yaml"

@@ -149,6 +149,10 @@ class ScriptedPool(EnvWorkerPool):
     def step(self, worker_id, actions):
         self.pools[worker_id].step(0, actions)
 
+    def set_parameters(self, parameters):
+        for p in self.pools:
+            p.set_parameters(parameters)
+
     def poll(self, timeout):
         self.calls += 1
         out = []

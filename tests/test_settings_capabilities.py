@@ -27,20 +27,7 @@ CONFIGS = MLAGENTS_CONFIGS
 ALL_CONFIGS = sorted(CONFIGS.glob("*/*.yaml"))
 BUILTIN = frozenset({"ppo", "sac", "poca"})  # the trainer types agents-learn implements
 
-# Every example config of ML-Agents that needs something agents-learn lacks, and what.
-REFUSED = {
-    "ppo/3DBall_randomize.yaml": [
-        "environment_parameters.mass: samplers are not supported yet (uniform); use a constant value",
-        "environment_parameters.scale: samplers are not supported yet (uniform); use a constant value",
-    ],
-    "ppo/Sorter_curriculum.yaml": [
-        "environment_parameters.num_tiles: curricula are not supported yet (10 lessons); use a constant value",
-    ],
-    "ppo/WallJump_curriculum.yaml": [
-        "environment_parameters.big_wall_height: curricula are not supported yet (4 lessons); use a constant value",
-        "environment_parameters.small_wall_height: curricula are not supported yet (4 lessons); use a constant value",
-    ],
-}
+# Every example config of ML-Agents trains: none is refused.
 ACCEPTED = [
     "imitation/Crawler.yaml",
     "imitation/Hallway.yaml",
@@ -52,6 +39,7 @@ ACCEPTED = [
     "poca/StrikersVsGoalie.yaml",
     "ppo/3DBall.yaml",
     "ppo/3DBallHard.yaml",
+    "ppo/3DBall_randomize.yaml",
     "ppo/Basic.yaml",
     "ppo/Crawler.yaml",
     "ppo/FoodCollector.yaml",
@@ -61,10 +49,12 @@ ACCEPTED = [
     "ppo/PushBlock.yaml",
     "ppo/Pyramids.yaml",
     "ppo/PyramidsRND.yaml",
+    "ppo/Sorter_curriculum.yaml",
     "ppo/Visual3DBall.yaml",
     "ppo/VisualFoodCollector.yaml",
     "ppo/Walker.yaml",
     "ppo/WallJump.yaml",
+    "ppo/WallJump_curriculum.yaml",
     "ppo/Worm.yaml",
     "sac/3DBall.yaml",
     "sac/3DBallHard.yaml",
@@ -85,16 +75,14 @@ def config_id(path: Path) -> str:
     return f"{path.parent.name}/{path.name}"
 
 
-def test_every_example_config_is_either_refused_or_accepted() -> None:
-    assert sorted([*REFUSED, *ACCEPTED]) == [config_id(p) for p in ALL_CONFIGS]
-    # POCA and self-play (SoccerTwos, StrikersVsGoalie) are implemented: no poca config is refused
-    assert not [name for name in REFUSED if name.startswith("poca/")]
+def test_every_example_config_is_accepted() -> None:
+    assert [config_id(p) for p in ALL_CONFIGS] == ACCEPTED
 
 
 @pytest.mark.parametrize("path", ALL_CONFIGS, ids=config_id)
 def test_example_config_capabilities(path: Path) -> None:
     options = load_run_options(path)
-    assert check_capabilities(options, BUILTIN) == REFUSED.get(config_id(path), [])
+    assert check_capabilities(options, BUILTIN) == []
 
 
 @pytest.mark.parametrize("name", ACCEPTED)
@@ -118,13 +106,29 @@ def demo_paths(options: RunOptions) -> list[str]:
 
 
 def test_raising_wrapper_lists_every_problem_together() -> None:
-    options = load_run_options(CONFIGS / "ppo/WallJump_curriculum.yaml")
+    options = structure_run_options(
+        {
+            "behaviors": {
+                "A": {
+                    "reward_signals": {
+                        "extrinsic": {"network_settings": {"hidden_units": 32}},
+                        "curiosity": {"network_settings": {"memory": {"memory_size": 16}}},
+                    }
+                }
+            }
+        }
+    )
     with pytest.raises(UnsupportedFeatureError) as info:
         require_capabilities(options, BUILTIN)
     assert isinstance(info.value, ConfigError)
     lines = str(info.value).splitlines()
     assert lines[0] == "2 things in the run configuration are not supported yet:"
-    assert [line.strip() for line in lines[1:]] == REFUSED["ppo/WallJump_curriculum.yaml"]
+    assert [line.strip() for line in lines[1:]] == [
+        "behaviors.A.reward_signals.extrinsic.network_settings: the extrinsic reward has no network, so these "
+        "settings would be ignored; remove them",
+        "behaviors.A.reward_signals.curiosity.network_settings.memory: the curiosity signal's network has no "
+        "memory; remove it",
+    ]
 
 
 def test_one_problem_is_one_line() -> None:
@@ -201,10 +205,7 @@ def test_constants_and_one_lesson_constant_curricula_are_accepted() -> None:
             },
         }
     )
-    assert check_capabilities(options, BUILTIN) == [
-        "environment_parameters.noise: samplers are not supported yet (gaussian); use a constant value",
-        "environment_parameters.spread: samplers are not supported yet (multirangeuniform); use a constant value",
-    ]
+    assert check_capabilities(options, BUILTIN) == []  # constants, samplers and curricula all train
 
 
 def test_self_play_and_cloning_are_accepted() -> None:

@@ -15,6 +15,8 @@ from typing import Any, NamedTuple
 import attrs
 from mlagents_envs.base_env import BaseEnv
 
+from envs.parameters import ParameterValue
+
 BUILTIN_PREFIX = "builtin:"
 PYTHON_PREFIX = "python:"
 EDITOR_PORT = 5004
@@ -22,7 +24,8 @@ LOOPBACK = "127.0.0.1"
 
 # A user's environment factory: called once per worker as
 # ``factory(worker_id=i, seed=seed + i)`` (plus ``env_parameters={key: value}`` when the run
-# configures environment parameters) and returns a ``mlagents_envs`` BaseEnv.
+# configures environment parameters: a float for a constant, an envs.parameters.ParameterValue
+# for a sampler, which the environment draws from itself) and returns a ``mlagents_envs`` BaseEnv.
 EnvFactory = Callable[..., BaseEnv]
 
 
@@ -39,7 +42,8 @@ class EnvLaunch:
     over env_path; must be a module-level function to be sent to subprocess workers).
     seed: the run's seed; worker i uses ``seed + i``. Worker i's port is ``base_port + i``.
     engine: (width, height, quality_level, time_scale, target_frame_rate, capture_frame_rate).
-    env_parameters: EnvironmentParameters values sent at start.
+    env_parameters: EnvironmentParameters values sent at start (a curriculum's current lessons:
+    a pool opening a worker later opens it with the values of then).
     log_folder: absolute folder for ``Player-<worker>.log``. bind_address: where our gRPC server
     listens (loopback unless asked).
     """
@@ -54,7 +58,7 @@ class EnvLaunch:
     no_graphics: bool = False
     no_graphics_monitor: bool = False
     engine: tuple[int, int, int, float, int, int] = (84, 84, 5, 20.0, -1, 60)
-    env_parameters: tuple[tuple[str, float], ...] = ()
+    env_parameters: tuple[tuple[str, ParameterValue], ...] = ()
     log_folder: str | None = None
     bind_address: str = LOOPBACK
 
@@ -74,11 +78,27 @@ class EnvLaunch:
         return EDITOR_PORT if self.is_editor else self.base_port + worker_id
 
 
+ParameterSetter = Callable[[Mapping[str, ParameterValue]], None]
+
+
+class EnvironmentParametersError(EnvFactoryError):
+    """A Python environment cannot take the environment parameters the run sends it."""
+
+
+def _takes_no_parameters(parameters: Mapping[str, ParameterValue]) -> None:
+    raise EnvironmentParametersError(
+        f"this environment was opened without a way to set parameters ({sorted(parameters)})"
+    )
+
+
 class OpenEnv(NamedTuple):
-    """An open environment and how to read its custom stats since the last call."""
+    """An open environment, how to read its custom stats since the last call, and how to send
+    it environment parameters (they take effect as the environment reads them: at its next
+    episode starts)."""
 
     env: BaseEnv
     get_stats: Callable[[], Mapping[str, Sequence[tuple[float, Any]]]]
+    set_parameters: ParameterSetter = _takes_no_parameters
 
 
 def resolve_factory(env_path: str) -> EnvFactory:
@@ -125,12 +145,38 @@ def _open_python(launch: EnvLaunch, worker_id: int, seed: int) -> OpenEnv:
         factory = resolve_factory(launch.env_path)
     kwargs: dict[str, Any] = {"worker_id": worker_id, "seed": seed}
     if launch.env_parameters:
-        kwargs["env_parameters"] = dict(launch.env_parameters)
+        kwargs["env_parameters"] = {
+            key: value.numbers[0] if value.is_constant else value for key, value in launch.env_parameters
+        }
     env = factory(**kwargs)
     if not isinstance(env, BaseEnv):
         raise EnvFactoryError(f"environment factory returned {type(env).__name__}, not a mlagents_envs BaseEnv")
     get_stats = getattr(env, "get_and_reset_stats", None)
-    return OpenEnv(env, get_stats if callable(get_stats) else dict)
+    return OpenEnv(env, get_stats if callable(get_stats) else dict, _python_parameter_setter(env))
+
+
+def _python_parameter_setter(env: BaseEnv) -> ParameterSetter:
+    """How a user's environment takes parameter updates (a curriculum's next lesson):
+    ``set_env_parameter_value(key, ParameterValue)`` as the built-in environments have, else
+    ``set_env_parameter(key, float)`` for constants. Without either, an update is an error
+    naming what the environment lacks (it would otherwise never see the new lesson)."""
+    with_values = getattr(env, "set_env_parameter_value", None)
+    with_floats = getattr(env, "set_env_parameter", None)
+
+    def set_parameters(parameters: Mapping[str, ParameterValue]) -> None:
+        for key, value in parameters.items():
+            if callable(with_values):
+                with_values(key, value)
+            elif callable(with_floats) and value.is_constant:
+                with_floats(key, value.numbers[0])
+            else:
+                raise EnvironmentParametersError(
+                    f"{type(env).__name__} cannot take the new value of environment parameter {key!r} "
+                    f"({value.kind.value}): give it set_env_parameter_value(key, ParameterValue), or, for "
+                    "constants, set_env_parameter(key, value)"
+                )
+
+    return set_parameters
 
 
 def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
@@ -153,7 +199,12 @@ def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
             num_areas=launch.num_areas,
         )
         builtin.set_engine_config(engine)
-        return OpenEnv(builtin, builtin.get_and_reset_stats)
+
+        def set_builtin_parameters(parameters: Mapping[str, ParameterValue]) -> None:
+            for key, value in parameters.items():
+                builtin.set_env_parameter_value(key, value)
+
+        return OpenEnv(builtin, builtin.get_and_reset_stats, set_builtin_parameters)
 
     from mlagents_envs.side_channel.engine_configuration_channel import EngineConfigurationChannel
     from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
@@ -164,8 +215,12 @@ def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
     engine_channel = EngineConfigurationChannel()
     engine_channel.set_configuration(engine)
     parameters_channel = EnvironmentParametersChannel()
-    for key, value in launch.env_parameters:
-        parameters_channel.set_float_parameter(key, float(value))
+
+    def send_parameters(parameters: Mapping[str, ParameterValue]) -> None:
+        for key, value in parameters.items():
+            value.send(key, parameters_channel)  # delivered with the next step or reset
+
+    send_parameters(dict(launch.env_parameters))
     stats_channel = StatsSideChannel()
     no_graphics = launch.no_graphics or (launch.no_graphics_monitor and worker_id > 0)
     editor = launch.is_editor
@@ -182,4 +237,4 @@ def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
         num_areas=launch.num_areas,
         bind_address=launch.bind_address,
     )
-    return OpenEnv(env, stats_channel.get_and_reset_stats)
+    return OpenEnv(env, stats_channel.get_and_reset_stats, send_parameters)

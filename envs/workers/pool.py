@@ -15,8 +15,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 
+import attrs
 from mlagents_envs.base_env import ActionTuple, BaseEnv
 
+from envs.parameters import ParameterValue
 from envs.workers.faults import classify_error
 from envs.workers.launch import EnvLaunch, OpenEnv, open_environment
 from envs.workers.records import SpecRecord, StepsRecord, WorkerFault, WorkerResult
@@ -41,6 +43,13 @@ def observe(opened: OpenEnv, known: set[str], worker_id: int, generation: int, e
         for key, values in opened.get_stats().items()
     }
     return WorkerResult(worker_id, generation, steps, new_specs, stats, env_seconds)
+
+
+def with_parameters(launch: EnvLaunch, parameters: Mapping[str, ParameterValue]) -> EnvLaunch:
+    """``launch`` opening environments with ``parameters`` (over the ones it had)."""
+    merged = dict(launch.env_parameters)
+    merged.update(parameters)
+    return attrs.evolve(launch, env_parameters=tuple(merged.items()))
 
 
 def apply_and_step(opened: OpenEnv, actions: Mapping[str, ActionTuple]) -> float:
@@ -76,6 +85,12 @@ class EnvWorkerPool(abc.ABC):
         raise NotImplementedError(f"{type(self).__name__} cannot reset its environments")
 
     @abc.abstractmethod
+    def set_parameters(self, parameters: Mapping[str, ParameterValue]) -> None:
+        """Send environment parameters to every worker (before its next step or reset; they
+        take effect as its environment reads them) and open every later (re)started worker
+        with them too (a curriculum's lesson outlives a crashed worker)."""
+
+    @abc.abstractmethod
     def restart(self, worker_id: int) -> None:
         """End the worker's environment and open a fresh one (a new generation)."""
 
@@ -97,12 +112,11 @@ class InProcessPool(EnvWorkerPool):
     num_workers = 1
 
     def __init__(self, launch: EnvLaunch | None = None, *, opener: Callable[[int], OpenEnv] | None = None):
-        if opener is None:
-            if launch is None:
-                raise ValueError("InProcessPool needs an EnvLaunch or an opener")
-            opener = lambda worker_id: open_environment(launch, worker_id)  # noqa: E731
+        if opener is None and launch is None:
+            raise ValueError("InProcessPool needs an EnvLaunch or an opener")
         self._opener = opener
         self._launch = launch
+        self._parameters: dict[str, ParameterValue] = {}  # sent since launch: resent on a restart
         self._opened: OpenEnv | None = None
         self._generation = 0
         self._known: set[str] = set()
@@ -121,7 +135,13 @@ class InProcessPool(EnvWorkerPool):
     def start(self) -> None:
         self._known = set()
         try:
-            self._opened = self._opener(0)
+            if self._opener is not None:
+                self._opened = self._opener(0)
+                if self._parameters:
+                    self._opened.set_parameters(self._parameters)
+            else:
+                assert self._launch is not None
+                self._opened = open_environment(self._launch, 0)
             self._ready.append(observe(self._opened, self._known, 0, self._generation, 0.0))
         except Exception as error:  # noqa: BLE001 - a fault value
             self._ready.append(self._fault(error))
@@ -150,6 +170,17 @@ class InProcessPool(EnvWorkerPool):
             self._ready.append(observe(self._opened, self._known, 0, self._generation, seconds))
         except Exception as error:  # noqa: BLE001 - a fault value
             self._ready.append(self._fault(error))
+
+    def set_parameters(self, parameters: Mapping[str, ParameterValue]) -> None:
+        self._parameters.update(parameters)
+        if self._launch is not None:
+            self._launch = with_parameters(self._launch, parameters)
+        if self._opened is not None:
+            try:
+                self._opened.set_parameters(parameters)
+            except Exception as error:  # noqa: BLE001 - a fault value, as a failed step's
+                self._ready.append(self._fault(error))
+                self._close_env()
 
     def restart(self, worker_id: int) -> None:
         self._close_env()

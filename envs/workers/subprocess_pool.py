@@ -18,10 +18,11 @@ from typing import Any, cast
 import attrs
 from mlagents_envs.base_env import ActionTuple
 
+from envs.parameters import ParameterValue
 from envs.workers.faults import classify_error
 from envs.workers.launch import EnvLaunch, OpenEnv, open_environment
 from envs.workers.log_lines import LogFormat, log_to
-from envs.workers.pool import EnvWorkerPool, apply_and_step, observe
+from envs.workers.pool import EnvWorkerPool, apply_and_step, observe, with_parameters
 from envs.workers.records import FaultKind, WorkerFault, WorkerResult
 
 logger = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ def _worker_main(conn: Connection, launch: EnvLaunch, worker_id: int, generation
             if message[0] == _CLOSE:
                 return
             try:
+                if message[-1]:  # environment parameters sent since the last request
+                    opened.set_parameters(message[-1])
                 if message[0] == _RESET:
                     start = time.perf_counter()
                     opened.env.reset()
@@ -107,6 +110,8 @@ class SubprocessPool(EnvWorkerPool):
         self._workers: dict[int, _Worker] = {}
         self._generations = [0] * num_workers
         self._closed = False
+        # environment parameters not yet sent, per worker: they ride with its next request
+        self._pending: dict[int, dict[str, ParameterValue]] = {}
 
     def _launch(self, worker_id: int) -> None:
         parent, child = self._context.Pipe(duplex=True)
@@ -129,7 +134,7 @@ class SubprocessPool(EnvWorkerPool):
         if worker is None:
             return
         try:
-            worker.conn.send((_STEP, dict(actions)))
+            worker.conn.send((_STEP, dict(actions), self._pending.pop(worker_id, {})))
             worker.waiting_since = time.monotonic()
         except (BrokenPipeError, OSError):
             worker.waiting_since = time.monotonic() - self.hang_timeout_s  # reported by poll
@@ -139,10 +144,15 @@ class SubprocessPool(EnvWorkerPool):
         if worker is None:
             return
         try:
-            worker.conn.send((_RESET,))
+            worker.conn.send((_RESET, self._pending.pop(worker_id, {})))
             worker.waiting_since = time.monotonic()
         except (BrokenPipeError, OSError):
             worker.waiting_since = time.monotonic() - self.hang_timeout_s  # reported by poll
+
+    def set_parameters(self, parameters: Mapping[str, ParameterValue]) -> None:
+        self.launch = with_parameters(self.launch, parameters)  # what a restarted worker opens with
+        for worker_id in self._workers:
+            self._pending.setdefault(worker_id, {}).update(parameters)
 
     def poll(self, timeout: float) -> list[WorkerResult | WorkerFault]:
         waiting = {w.conn: wid for wid, w in self._workers.items() if w.waiting_since is not None}
@@ -199,6 +209,7 @@ class SubprocessPool(EnvWorkerPool):
         worker.conn.close()
 
     def restart(self, worker_id: int) -> None:
+        self._pending.pop(worker_id, None)  # the new process opens with self.launch's values
         self._end(worker_id)
         self._generations[worker_id] += 1
         self._launch(worker_id)

@@ -3,8 +3,7 @@
 ML-Agents' schema is loaded in full (every example config parses), but some of what it
 describes has no implementation here. Such a configuration must fail before the results folder
 is written or an environment launched, never train something other than what it says: a
-curriculum stuck on its first lesson, or a reward signal a trainer ignores, would waste a run
-and mislead.
+reward signal a trainer ignores would waste a run and mislead.
 
 ``check_capabilities`` lists every such thing with its key path; ``require_capabilities``
 raises them together as one ConfigError. Call it once the run options are final (CLI flags
@@ -17,10 +16,10 @@ applied) and before anything is written::
 Trainer types come from the caller (the registry: ppo plus plugins), so a plugin's type is
 allowed. What a trainer does with its own sections (reward signals, behavioral cloning) is the
 plugin's business: those checks apply only to the trainer types agents-learn implements itself
-(``OWN_TRAINER_TYPES``) and to types that have no trainer. Environment parameters are run-wide
-machinery (the environment side channel), refused whatever the trainer type. Self-play is
-accepted for every trainer type: the ghost trainer (``trainers.ghost``) wraps the trainer loop,
-whatever algorithm it runs.
+(``OWN_TRAINER_TYPES``) and to types that have no trainer. Self-play and environment
+parameters (constants, samplers, curricula) are accepted for every trainer type: the ghost
+trainer (``trainers.ghost``) wraps the trainer loop, and the curriculum
+(``orchestration.curriculum``) is run-wide, whatever algorithm runs.
 
 Keys parsed but not acted on are refused when they differ from their default (see
 ``_unused_keys``); keys that ML-Agents itself ignores in the same way are accepted.
@@ -33,15 +32,10 @@ from collections.abc import Collection, Iterator
 from trainers.exceptions import ConfigError
 from trainers.settings.demo_files import demo_path_problems
 from trainers.settings.schema import (
-    ConstantSampler,
-    EnvironmentParameterSettings,
-    GaussianSampler,
-    MultiRangeUniformSampler,
     NetworkSettings,
     RewardSignalType,
     RunOptions,
     TrainerSettings,
-    UniformSampler,
 )
 from trainers.settings.text import short_repr
 
@@ -59,12 +53,6 @@ SUPPORTED_REWARD_SIGNALS = {
 # Signals that have networks of their own (their network_settings are used).
 NETWORK_SIGNALS = frozenset({RewardSignalType.CURIOSITY, RewardSignalType.RND, RewardSignalType.GAIL})
 
-_SAMPLER_NAMES = {
-    UniformSampler: "uniform",
-    GaussianSampler: "gaussian",
-    MultiRangeUniformSampler: "multirangeuniform",
-}
-
 
 class UnsupportedFeatureError(ConfigError):
     """The configuration asks for something agents-learn does not implement yet."""
@@ -76,7 +64,7 @@ def check_capabilities(options: RunOptions, trainer_types: Collection[str]) -> l
 
     ``trainer_types``: the trainer types that have a trainer (the registry's: ppo plus
     plugins). Checks ``behaviors.*``, ``default_settings`` (it trains every behavior not
-    listed) and ``environment_parameters``.
+    listed).
     """
     available = sorted(trainer_types)
     problems: list[str] = []
@@ -84,8 +72,6 @@ def check_capabilities(options: RunOptions, trainer_types: Collection[str]) -> l
         problems += _trainer_problems(f"behaviors.{name}", settings, available)
     if options.default_settings is not None:
         problems += _trainer_problems("default_settings", options.default_settings, available)
-    for name, parameter in options.environment_parameters.items():
-        problems += _parameter_problems(f"environment_parameters.{name}", parameter)
     return problems
 
 
@@ -131,16 +117,3 @@ def _trainer_problems(where: str, settings: TrainerSettings, available: list[str
                 f"{path}.network_settings: the extrinsic reward has no network, so these "
                 "settings would be ignored; remove them"
             )
-
-
-def _parameter_problems(where: str, parameter: EnvironmentParameterSettings) -> Iterator[str]:
-    lessons = parameter.curriculum
-    if len(lessons) > 1:
-        yield (f"{where}: curricula are not supported yet ({len(lessons)} lessons); use a constant value")
-        return
-    # A constant, or a one-lesson curriculum of a constant (the same thing), is sent as is.
-    for lesson in lessons:
-        sampler = lesson.value
-        if not isinstance(sampler, ConstantSampler):
-            kind = _SAMPLER_NAMES.get(type(sampler), type(sampler).__name__)
-            yield f"{where}: samplers are not supported yet ({kind}); use a constant value"

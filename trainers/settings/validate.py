@@ -266,7 +266,8 @@ def _check_parameter(c: _Checks, name: str, param: EnvironmentParameterSettings,
             )
         c.require(f"{crit}.min_lesson_length", criteria.min_lesson_length, lambda v: v >= 0, ">= 0")
         if behaviors is not None and criteria.behavior not in behaviors:
-            c.warnings.append(
+            # the lesson could never end: its criteria would read a behavior that never trains
+            c.errors.append(
                 f"{crit}.behavior: {short_repr(criteria.behavior)} is not among the configured "
                 f"behaviors ({', '.join(sorted(behaviors))})"
             )
