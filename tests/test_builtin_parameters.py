@@ -129,6 +129,17 @@ def test_every_worker_draws_differently():
     assert len(np.unique(np.concatenate(masses))) == 48
 
 
+@pytest.mark.parametrize(
+    "sampler", [uniform(0.5, 10.0, seed=3), gaussian(5.0, 1.0, seed=3), multirange(0.5, 1.0, 8.0, 10.0, seed=3)]
+)
+def test_every_kind_is_reproducible_per_worker_and_differs_between_workers(sampler):
+    def masses(worker_id):
+        return masses_over_resets(make_env("3DBall", seed=0, worker_id=worker_id, env_parameters={"mass": sampler}), 2)
+
+    np.testing.assert_array_equal(masses(1), masses(1))
+    assert not np.isin(masses(1), masses(2)).any()
+
+
 def test_a_negative_sampler_seed_as_mlagents_defaults_to_is_accepted():
     env = make_env("3DBall", seed=0, env_parameters={"mass": uniform(0.5, 10.0, seed=-1)})
     assert ((env.mass >= 0.5) & (env.mass < 10.0)).all()
