@@ -23,6 +23,7 @@ position; a slot holds one agent at a time) and implement ``_reset_world`` and `
 from __future__ import annotations
 
 import abc
+import zlib
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import ClassVar
@@ -47,8 +48,40 @@ from mlagents_envs.side_channel.stats_side_channel import (
     StatsAggregationMethod,
 )
 
+from envs.parameters import ParameterKind, ParameterValue
+
 #: How many consecutive silent ticks (no agent reports) ``step()`` tolerates before it gives up.
 MAX_SILENT_TICKS = 10_000
+
+
+#: What an environment parameter may be given as: a float (a constant) or a ParameterValue.
+ParameterInput = float | ParameterValue
+
+
+def as_parameter_value(value: ParameterInput) -> ParameterValue:
+    """``value`` as a ParameterValue (a float becomes a constant)."""
+    return value if isinstance(value, ParameterValue) else ParameterValue.constant(float(value))
+
+
+def parameter_stream(key: str, value: ParameterValue, worker_id: int) -> np.random.Generator:
+    """The generator a sampler for ``key`` draws from: seeded by the sampler's seed, the worker id
+    and the key, so every worker draws differently, a run is reproducible, and two samplers
+    given the same seed (ML-Agents gives every sampler the run seed by default) do not draw in
+    lockstep. A negative seed (ML-Agents' -1) is taken modulo 2**32."""
+    return np.random.default_rng(
+        np.random.SeedSequence([value.seed % 2**32, worker_id, zlib.crc32(key.encode("utf-8"))])
+    )
+
+
+def construction_parameters(env_parameters: Mapping[str, ParameterInput] | None, worker_id: int) -> dict[str, float]:
+    """One float per parameter for settings read at construction, before ``BuiltinEnv.__init__``
+    (constructor options of Simple, DungeonEscape, LineSoccer): a constant's value, a sampler's
+    first draw (the same value ``_param`` gives on its first read of the key)."""
+    values = {}
+    for key, given in (env_parameters or {}).items():
+        value = as_parameter_value(given)
+        values[key] = float(value.sample(parameter_stream(key, value, worker_id)))
+    return values
 
 
 class UnknownBuiltinEnvError(ValueError):
@@ -311,8 +344,18 @@ class BuiltinEnv(BaseEnv):
     """A Unity-like environment simulated in numpy, vectorised over agents.
 
     Constructing one already resets it: ``get_steps`` answers at once. Environment parameters
-    (what the EnvironmentParametersChannel carries) are read at each episode start; names an
-    environment does not know are ignored, as Unity does.
+    (what the EnvironmentParametersChannel carries) are read at each episode start, or at
+    construction for settings that fix the specs (each environment's docstring says which);
+    names an environment does not know are ignored, as Unity does.
+
+    A parameter is a constant or a sampler (:class:`envs.parameters.ParameterValue`). A sampler
+    is drawn anew at every read, as Unity's C# samplers are each time the scene reads the
+    parameter: ``_param`` draws one value, ``_param_array`` one per slot starting an episode.
+    Each sampler draws from a generator of its own (``parameter_stream``: sampler seed, worker
+    id, key), independent of the simulation's generator and of other keys, so a sampler changes
+    no other random draw. A new value for a key replaces the old; a new sampler restarts its
+    stream, while setting the value the key already holds changes nothing (so re-sending the
+    same parameters at every reset does not replay the same draws).
     """
 
     #: The name ``make_env`` knows this environment by (``builtin:<name>`` in configs).
@@ -323,7 +366,7 @@ class BuiltinEnv(BaseEnv):
         *,
         seed: int,
         worker_id: int = 0,
-        env_parameters: Mapping[str, float] | None = None,
+        env_parameters: Mapping[str, ParameterInput] | None = None,
         num_areas: int = 1,
     ) -> None:
         if seed < 0:
@@ -336,7 +379,10 @@ class BuiltinEnv(BaseEnv):
         self.worker_id = worker_id
         self.num_areas = num_areas
         self._rng = np.random.default_rng(np.random.SeedSequence([seed, worker_id]))
-        self._params: dict[str, float] = {k: float(v) for k, v in (env_parameters or {}).items()}
+        self._params: dict[str, ParameterValue] = {}
+        self._param_streams: dict[str, np.random.Generator] = {}
+        for key, value in (env_parameters or {}).items():
+            self.set_env_parameter_value(key, as_parameter_value(value))
         self._stats = StatsRecorder()
         self._id_source = AgentIdSource()
         self._behaviors: dict[str, BehaviorAgents] = {}
@@ -373,8 +419,45 @@ class BuiltinEnv(BaseEnv):
         return agents
 
     def _param(self, key: str, default: float) -> float:
-        """The current value of environment parameter ``key`` (``default`` when never set)."""
-        return self._params.get(key, default)
+        """Environment parameter ``key`` read once: a constant's value, a sampler's next draw
+        (``default`` when never set). Call it where the scene reads the value (episode start,
+        construction), not for stats: a sampler draws at every call."""
+        value = self._params.get(key)
+        if value is None:
+            return default
+        if value.is_constant:
+            return float(value.numbers[0])
+        return float(value.sample(self._param_streams[key]))
+
+    def _param_array(self, key: str, default: float, n: int) -> np.ndarray:
+        """Environment parameter ``key`` read for ``n`` agents at once: [n] float64, one draw
+        each for a sampler (as every Unity Agent starting an episode reads it), the value
+        repeated for a constant, ``default`` repeated when never set."""
+        value = self._params.get(key)
+        if value is None:
+            return np.full(n, float(default))
+        if value.is_constant:
+            return np.full(n, value.numbers[0])
+        return np.asarray(value.sample(self._param_streams[key], n), dtype=np.float64)
+
+    def _param_sampled(self, key: str) -> bool:
+        """Whether ``key`` currently holds a sampler (not a constant, not unset)."""
+        value = self._params.get(key)
+        return value is not None and not value.is_constant
+
+    def _param_high(self, key: str, default: float) -> float:
+        """The highest value ``key`` can take, without drawing: a constant's value, a uniform's
+        max, a multirange's highest max, inf for a gaussian; ``default`` when never set."""
+        value = self._params.get(key)
+        if value is None:
+            return default
+        if value.is_constant:
+            return value.numbers[0]
+        if value.kind == ParameterKind.GAUSSIAN:
+            return float("inf")
+        if value.kind == ParameterKind.UNIFORM:
+            return max(value.numbers[0], value.numbers[1])
+        return max(max(pair) for pair in value.intervals)
 
     # ---- BaseEnv --------------------------------------------------------------------------
 
@@ -434,8 +517,22 @@ class BuiltinEnv(BaseEnv):
     # ---- side-channel equivalents ----------------------------------------------------------
 
     def set_env_parameter(self, key: str, value: float) -> None:
-        """Set an environment parameter (EnvironmentParametersChannel); read at episode starts."""
-        self._params[key] = float(value)
+        """Set an environment parameter to a constant (EnvironmentParametersChannel's
+        ``set_float_parameter``); read at the next episode starts."""
+        self.set_env_parameter_value(key, ParameterValue.constant(value))
+
+    def set_env_parameter_value(self, key: str, value: ParameterValue) -> None:
+        """Set an environment parameter to a constant or a sampler, as the
+        EnvironmentParametersChannel carries them; used from the next read on (episode starts;
+        a setting read only at construction keeps its value). A new sampler starts its stream
+        afresh; the value the key already holds changes nothing."""
+        if self._params.get(key) == value:
+            return
+        self._params[key] = value
+        if value.is_constant:
+            self._param_streams.pop(key, None)
+        else:
+            self._param_streams[key] = parameter_stream(key, value, self.worker_id)
 
     def set_engine_config(self, config: EngineConfig) -> None:
         """Accept engine settings (EngineConfigurationChannel); a simulation has no use for them."""
@@ -526,12 +623,16 @@ __all__ = [
     "AgentIdSource",
     "BehaviorAgents",
     "BuiltinEnv",
+    "ParameterInput",
     "StatsRecorder",
     "UnknownBuiltinEnvError",
     "action_spec_continuous",
     "action_spec_discrete",
+    "as_parameter_value",
     "behavior_name",
+    "construction_parameters",
     "one_hot",
+    "parameter_stream",
     "var_len_obs_spec",
     "vector_obs_spec",
     "visual_obs_spec",

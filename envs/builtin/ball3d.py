@@ -11,10 +11,16 @@ sin(angle / 2)), ball position relative to the platform (x, y, z), ball velocity
 Reward: +0.1 per decision while the ball is up, -1 and episode end when it drops; episodes are
 interrupted after 1000 decisions, so 100 is the best score (Unity's benchmark target).
 
-Environment parameters (read at each episode start, Unity's names): ``gravity`` (9.81 m/s^2),
-``mass`` (1.0: heavier balls feel less drag), ``scale`` (1.0: ball diameter, raising the ball
-and its drag). Stats: ``3DBall/Ball Dropped`` (AVERAGE, 1 per episode ending in a drop, 0 per
-interrupted one) and ``3DBall/Gravity`` (MOST_RECENT).
+Environment parameters (Unity's names), all read per agent at each episode start (as each
+Ball3DAgent reads them in ``OnEpisodeBegin``), so a sampler gives every starting ball its own
+draw: ``gravity`` (9.81 m/s^2), ``mass`` (1.0: heavier balls feel less drag; below 1e-3 taken as
+1e-3), ``scale`` (1.0: ball diameter, raising the ball and its drag; below 0 taken as 0). The
+values in use are ``gravity``, ``mass`` and ``scale`` ([N] per slot). ML-Agents'
+``3DBall_randomize.yaml`` samples mass uniform(0.5, 10) and scale uniform(0.75, 3).
+
+Stats: ``3DBall/Ball Dropped`` (AVERAGE, 1 per episode ending in a drop, 0 per interrupted one);
+``3DBall/Gravity`` (MOST_RECENT, at episode ends: the gravity of the last ball restarted);
+``3DBall/Mass`` and ``3DBall/Scale`` (AVERAGE, one value per episode start, reset included).
 """
 
 from __future__ import annotations
@@ -51,8 +57,9 @@ class Ball3DEnv(BuiltinEnv):
         self._pos = np.zeros((n, 2))  # ball x, z on the platform
         self._vel = np.zeros((n, 2))
         self._steps = np.zeros(n, dtype=np.int64)
-        self._gravity = np.zeros(n)
-        self._scale = np.zeros(n)
+        self.gravity = np.zeros(n)
+        self.mass = np.ones(n)
+        self.scale = np.zeros(n)
         self._drag = np.zeros(n)
 
     def _begin_episodes(self, slots: np.ndarray) -> None:
@@ -62,10 +69,14 @@ class Ball3DEnv(BuiltinEnv):
         self._pos[slots] = self._rng.uniform(-1.5, 1.5, (k, 2))
         self._vel[slots] = 0.0
         self._steps[slots] = 0
-        scale = max(self._param("scale", 1.0), 0.0)
-        self._gravity[slots] = self._param("gravity", 9.81)
-        self._scale[slots] = scale
-        self._drag[slots] = DRAG * scale**2 / max(self._param("mass", 1.0), 1e-3)
+        scale = np.maximum(self._param_array("scale", 1.0, k), 0.0)
+        mass = np.maximum(self._param_array("mass", 1.0, k), 1e-3)
+        self.gravity[slots] = self._param_array("gravity", 9.81, k)
+        self.mass[slots] = mass
+        self.scale[slots] = scale
+        self._drag[slots] = DRAG * scale**2 / mass
+        self._stats.add("3DBall/Mass", mass, StatsAggregationMethod.AVERAGE)
+        self._stats.add("3DBall/Scale", scale, StatsAggregationMethod.AVERAGE)
 
     def _observe(self) -> np.ndarray:
         """[N, 8] float32 observations of every slot."""
@@ -74,7 +85,7 @@ class Ball3DEnv(BuiltinEnv):
         obs = np.empty((len(self._slots), 8), dtype=np.float32)
         obs[:, 0:2] = np.sin(self._rot / 2.0)
         obs[:, 2] = self._pos[:, 0]
-        obs[:, 3] = 0.5 * self._scale + self._pos[:, 0] * sin_z - self._pos[:, 1] * sin_x
+        obs[:, 3] = 0.5 * self.scale + self._pos[:, 0] * sin_z - self._pos[:, 1] * sin_x
         obs[:, 4] = self._pos[:, 1]
         obs[:, 5] = self._vel[:, 0]
         obs[:, 6] = self._vel[:, 0] * sin_z - self._vel[:, 1] * sin_x
@@ -89,7 +100,7 @@ class Ball3DEnv(BuiltinEnv):
         action = np.clip(self._agents.continuous, -1.0, 1.0)
         self._rot = np.clip(self._rot + TILT_RATE * action, -MAX_TILT, MAX_TILT)
         slope = np.sin(self._rot) * _SLOPE_SIGN
-        accel = ROLLING * self._gravity[:, None] * slope - self._drag[:, None] * self._vel
+        accel = ROLLING * self.gravity[:, None] * slope - self._drag[:, None] * self._vel
         self._vel += accel * DT
         self._pos += self._vel * DT
         self._steps += 1
@@ -102,7 +113,7 @@ class Ball3DEnv(BuiltinEnv):
             ended = np.flatnonzero(done)
             self._agents.end(ended, [obs[ended]], interrupted[ended])
             self._stats.add("3DBall/Ball Dropped", dropped[ended].astype(np.float64), StatsAggregationMethod.AVERAGE)
-            self._stats.add("3DBall/Gravity", self._param("gravity", 9.81), StatsAggregationMethod.MOST_RECENT)
             self._begin_episodes(ended)
+            self._stats.add("3DBall/Gravity", self.gravity[ended], StatsAggregationMethod.MOST_RECENT)
             obs = self._observe()
         self._agents.decide(self._slots, [obs])

@@ -7,10 +7,12 @@ a goal is interrupted after 100 decisions.
 
 Observation: one-hot position (20 floats). Action: one discrete branch of 3
 (0 stay, 1 left, 2 right); nothing is masked (walls simply stop the agent).
-Environment parameters (read at episode start): ``small_goal_position`` (7),
-``large_goal_position`` (17), ``start_position`` (10), rounded and clamped to the line.
+Environment parameters, read per agent at each episode start (a sampler draws for every
+agent starting one): ``small_goal_position`` (7), ``large_goal_position`` (17),
+``start_position`` (10), rounded and clamped to the line.
 Stats: ``Basic/Large Goal Reached`` (AVERAGE, per finished episode) and
-``Basic/Large Goal Position`` (MOST_RECENT).
+``Basic/Large Goal Position`` (MOST_RECENT, at episode ends: the large goal of the last agent
+restarted).
 """
 
 from __future__ import annotations
@@ -41,14 +43,16 @@ class BasicEnv(BuiltinEnv):
         self._large = np.zeros(n, dtype=np.int64)
         self._steps = np.zeros(n, dtype=np.int64)
 
-    def _cell(self, key: str, default: float) -> int:
-        return int(np.clip(round(self._param(key, default)), 0, SIZE - 1))
+    def _cells(self, key: str, default: float, n: int) -> np.ndarray:
+        """[n] int64 cells: the parameter read for ``n`` agents, rounded and clamped to the line."""
+        return np.clip(np.rint(self._param_array(key, default, n)), 0, SIZE - 1).astype(np.int64)
 
     def _begin_episodes(self, slots: np.ndarray) -> None:
         self._agents.start(slots)
-        self._pos[slots] = self._cell("start_position", 10)
-        self._small[slots] = self._cell("small_goal_position", 7)
-        self._large[slots] = self._cell("large_goal_position", 17)
+        k = len(slots)
+        self._pos[slots] = self._cells("start_position", 10, k)
+        self._small[slots] = self._cells("small_goal_position", 7, k)
+        self._large[slots] = self._cells("large_goal_position", 17, k)
         self._steps[slots] = 0
 
     def _reset_world(self) -> None:
@@ -74,10 +78,6 @@ class BasicEnv(BuiltinEnv):
                 at_large[ended].astype(np.float64),
                 StatsAggregationMethod.AVERAGE,
             )
-            self._stats.add(
-                "Basic/Large Goal Position",
-                self._cell("large_goal_position", 17),
-                StatsAggregationMethod.MOST_RECENT,
-            )
             self._begin_episodes(ended)
+            self._stats.add("Basic/Large Goal Position", self._large[ended], StatsAggregationMethod.MOST_RECENT)
         self._agents.decide(self._slots, [one_hot(self._pos, SIZE)])

@@ -25,9 +25,11 @@ uniformly random actions score about 0.06 (43% of episodes collect something wit
 decisions) and standing still -0.5. Nothing but the variable-length observation tells where the
 items are: a policy that ignores it can only search blindly.
 
-Environment parameters: ``max_items`` (6, between 1 and 16) fixes the spec, so only its value at
-construction counts; ``min_items`` (1, clamped to [1, max_items]) and ``max_step`` (50, >= 1)
-are read at each episode start. Stats: ``Collect/Collected`` (AVERAGE, 1 when the episode ended
+Environment parameters: ``max_items`` (6, between 1 and 16) fixes the spec, so it is read once,
+at construction (a sampler draws once then; later values are ignored); ``min_items`` (1, clamped
+to [1, max_items]) and ``max_step`` (50, >= 1) are read per agent at each episode start (a
+sampler draws for every agent starting one; the limit in use is ``max_step``, [N] per slot; the
+item count drawn is in the ``Collect/Item Count`` stat); all rounded. Stats: ``Collect/Collected`` (AVERAGE, 1 when the episode ended
 with a collection), ``Collect/Nearest Collected`` (AVERAGE, 1 when the item collected was the
 nearest at the episode's start), ``Collect/Item Count`` (AVERAGE, items in the episode).
 """
@@ -57,7 +59,7 @@ class CollectEnv(BuiltinEnv):
 
     def _setup(self) -> None:
         n = self.num_areas
-        self.max_items = int(np.clip(round(self._param("max_items", DEFAULT_MAX_ITEMS)), 1, MAX_MAX_ITEMS))
+        self.max_items = int(np.clip(np.rint(self._param("max_items", DEFAULT_MAX_ITEMS)), 1, MAX_MAX_ITEMS))
         spec = BehaviorSpec(
             [vector_obs_spec(4), var_len_obs_spec(self.max_items, ENTITY_SIZE)], action_spec_continuous(2)
         )
@@ -71,11 +73,16 @@ class CollectEnv(BuiltinEnv):
         self._steps = np.zeros(n, dtype=np.int64)
         self._max_step = np.full(n, DEFAULT_MAX_STEP, dtype=np.int64)
 
+    @property
+    def max_step(self) -> np.ndarray:
+        """[N] int64, the decision limit of each slot's current episode."""
+        return self._max_step
+
     def _begin_episodes(self, slots: np.ndarray) -> None:
         self._agents.start(slots)
         k = len(slots)
-        low = int(np.clip(round(self._param("min_items", 1)), 1, self.max_items))
-        self._max_step[slots] = max(round(self._param("max_step", DEFAULT_MAX_STEP)), 1)
+        low = np.clip(np.rint(self._param_array("min_items", 1, k)), 1, self.max_items).astype(np.int64)
+        self._max_step[slots] = np.maximum(np.rint(self._param_array("max_step", DEFAULT_MAX_STEP, k)), 1)
         self._pos[slots] = self._rng.uniform(-1.0, 1.0, (k, 2))
         self._vel[slots] = 0.0
         counts = self._rng.integers(low, self.max_items + 1, size=k)

@@ -49,9 +49,13 @@ then, for each teammate in slot order starting after one's own (cyclic): present
 position minus own, holding the key (0/1) (all 0 once it has left).
 
 Parameters (constructor options, or environment parameters of the same names): ``size`` (4,
-a whole number >= 3) and ``num_agents`` (3, a whole number >= 2) fix the specs and are read at
-construction; ``max_step`` (30, >= 1), ``time_penalty`` (0, >= 0) and ``absorbing_state``
-(0 or 1) are read at each group episode start. Bad values raise ValueError naming the option.
+a whole number >= 3) and ``num_agents`` (3, a whole number >= 2) fix the specs and are read
+once, at construction (a sampler draws once then; later values are ignored); ``max_step``
+(30, >= 1), ``time_penalty`` (0, >= 0) and ``absorbing_state`` (0 or 1) are read per area at
+each group episode start (a sampler draws for every area starting one; the values in use are
+``max_step``, ``time_penalty`` and ``absorbing_state``, [areas] each). A constructor option
+overrides the parameter for good. Bad values raise ValueError naming the option; a sampler's
+draws are instead rounded (whole options) and clamped into range, as a draw cannot be refused.
 
 Stats, once per group episode: ``DungeonEscape/Escaped`` (AVERAGE: 1 if the door opened, else
 0), ``DungeonEscape/Dragon Slain`` (AVERAGE: 1 if an agent was eaten) and
@@ -79,7 +83,14 @@ import numpy as np
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 
-from envs.builtin._core import BuiltinEnv, action_spec_discrete, vector_obs_spec, whole_option
+from envs.builtin._core import (
+    BuiltinEnv,
+    ParameterInput,
+    action_spec_discrete,
+    construction_parameters,
+    vector_obs_spec,
+    whole_option,
+)
 
 #: Cell offsets (x, y) of the 5 actions: stay, +x, -x, +y, -y.
 MOVES = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], dtype=np.int64)
@@ -87,6 +98,9 @@ MOVES = np.array([[0, 0], [1, 0], [-1, 0], [0, 1], [0, -1]], dtype=np.int64)
 DEFAULT_SIZE = 4
 DEFAULT_AGENTS = 3
 DEFAULT_MAX_STEP = 30
+
+#: The options read at each group episode start, with their defaults.
+EPISODE_OPTIONS = {"max_step": DEFAULT_MAX_STEP, "time_penalty": 0.0, "absorbing_state": 0.0}
 
 #: Group reward to every remaining member when the door opens (ML-Agents' ``AddGroupReward(1f)``).
 ESCAPE_REWARD = 1.0
@@ -111,7 +125,7 @@ class DungeonEscapeEnv(BuiltinEnv):
         *,
         seed: int,
         worker_id: int = 0,
-        env_parameters: Mapping[str, float] | None = None,
+        env_parameters: Mapping[str, ParameterInput] | None = None,
         num_areas: int = 1,
         size: int | None = None,
         num_agents: int | None = None,
@@ -119,7 +133,7 @@ class DungeonEscapeEnv(BuiltinEnv):
         time_penalty: float | None = None,
         absorbing_state: bool | None = None,
     ) -> None:
-        params = dict(env_parameters or {})
+        params = construction_parameters(env_parameters, worker_id)
         self.size = _whole("size", size if size is not None else params.get("size", DEFAULT_SIZE), 3)
         self.num_agents = _whole(
             "num_agents", num_agents if num_agents is not None else params.get("num_agents", DEFAULT_AGENTS), 2
@@ -139,18 +153,50 @@ class DungeonEscapeEnv(BuiltinEnv):
 
     # ---- options read at each group episode start ------------------------------------------
 
-    def _option(self, key: str, default: float) -> float:
-        return float(self._fixed.get(key, self._param(key, default)))
+    def _episode_options(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """max_step, time_penalty, absorbing_state for ``n`` areas starting a group episode:
+        [n] int64, [n] float64, [n] bool."""
+        return (
+            self._option("max_step", n).astype(np.int64),
+            self._option("time_penalty", n),
+            self._option("absorbing_state", n) == 1.0,
+        )
 
-    def _episode_options(self) -> tuple[int, float, bool]:
-        max_step = _whole("max_step", self._option("max_step", DEFAULT_MAX_STEP), 1)
-        penalty = self._option("time_penalty", 0.0)
-        if not penalty >= 0:
-            raise ValueError(f"DungeonEscape: time_penalty must be >= 0 (got {penalty!r})")
-        absorbing = self._option("absorbing_state", 0.0)
-        if absorbing not in (0.0, 1.0):
-            raise ValueError(f"DungeonEscape: absorbing_state must be 0 or 1 (got {absorbing!r})")
-        return max_step, penalty, absorbing == 1.0
+    def _option(self, key: str, n: int) -> np.ndarray:
+        """Episode option ``key`` for ``n`` areas: [n] float64. A constant (or constructor
+        option) is checked (ValueError naming a bad one); a sampler's draws, one per area, are
+        rounded (max_step, absorbing_state) and clamped into range."""
+        default = EPISODE_OPTIONS[key]
+        if key not in self._fixed and self._param_sampled(key):
+            draws = self._param_array(key, default, n)
+            if key == "max_step":
+                return np.maximum(np.rint(draws), 1)
+            if key == "absorbing_state":
+                return np.clip(np.rint(draws), 0, 1)
+            return np.maximum(draws, 0.0)
+        value = float(self._fixed.get(key, self._param(key, default)))
+        if key == "max_step":
+            value = _whole("max_step", value, 1)
+        elif key == "time_penalty" and not value >= 0:
+            raise ValueError(f"DungeonEscape: time_penalty must be >= 0 (got {value!r})")
+        elif key == "absorbing_state" and value not in (0.0, 1.0):
+            raise ValueError(f"DungeonEscape: absorbing_state must be 0 or 1 (got {value!r})")
+        return np.full(n, float(value))
+
+    @property
+    def max_step(self) -> np.ndarray:
+        """[areas] int64, the decision limit of each area's current group episode."""
+        return self._max_step
+
+    @property
+    def time_penalty(self) -> np.ndarray:
+        """[areas] float64, the time penalty of each area's current group episode."""
+        return self._penalty
+
+    @property
+    def absorbing_state(self) -> np.ndarray:
+        """[areas] bool, whether each area's current group episode keeps eaten agents."""
+        return self._absorbing
 
     # ---- world --------------------------------------------------------------------------------
 
@@ -192,7 +238,7 @@ class DungeonEscapeEnv(BuiltinEnv):
         self._key_on_floor[areas] = False
         self._key[areas] = 0
         self._steps[areas] = 0
-        max_step, penalty, absorbing = self._episode_options()
+        max_step, penalty, absorbing = self._episode_options(len(areas))
         self._max_step[areas] = max_step
         self._penalty[areas] = penalty
         self._absorbing[areas] = absorbing

@@ -9,11 +9,14 @@ Observation: an HWC float32 image in [0, 1], 4 pixels per cell: red = pit, green
 blue = agent, grey (0.5) = wall beyond the current grid size. Action: one discrete branch of 5
 (0 noop, 1 up, 2 down, 3 left, 4 right); moves into walls are masked (and ignored if taken).
 
-Environment parameters: ``gridSize`` (Unity's name, 5). Its value at construction fixes the
-image size (4 * gridSize pixels a side, gridSize between 3 and 10); later values (read at each
-episode start) shrink the grid inside that image, clamped to [3, construction size].
+Environment parameters: ``gridSize`` (Unity's name, 5), rounded. Its value at construction
+fixes the image size (4 * capacity pixels a side): the capacity is the constant's value, or the
+highest value a sampler can draw (a uniform's max, a multirange's highest max, 10 for a
+gaussian), clamped to [3, 10]. It is then read per agent at each episode start (a sampler draws
+for every agent starting one): the agent's grid, clamped to [3, capacity], inside that image
+(``grid_size``, [N] per slot).
 Stats: ``GridWorld/Goal Reached`` (AVERAGE, per finished episode), ``GridWorld/Grid Size``
-(MOST_RECENT).
+(MOST_RECENT, at episode ends: the grid of the last agent restarted).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ class GridWorldEnv(BuiltinEnv):
 
     def _setup(self) -> None:
         n = AGENTS_PER_AREA * self.num_areas
-        self._capacity = int(np.clip(round(self._param("gridSize", DEFAULT_GRID)), MIN_GRID, MAX_GRID))
+        self._capacity = int(np.clip(np.rint(self._param_high("gridSize", DEFAULT_GRID)), MIN_GRID, MAX_GRID))
         side = self._capacity * PIXELS_PER_CELL
         spec = BehaviorSpec([visual_obs_spec(side, side, 3)], action_spec_discrete(5))
         self._agents = self._add_behavior("GridWorld", spec, n)
@@ -53,16 +56,18 @@ class GridWorldEnv(BuiltinEnv):
         self._pit = np.zeros((n, 2), dtype=np.int64)
         self._steps = np.zeros(n, dtype=np.int64)
 
-    def _current_size(self) -> int:
-        return int(np.clip(round(self._param("gridSize", DEFAULT_GRID)), MIN_GRID, self._capacity))
+    @property
+    def grid_size(self) -> np.ndarray:
+        """[N] int64, the grid size of each slot's current episode."""
+        return self._size
 
     def _begin_episodes(self, slots: np.ndarray) -> None:
         self._agents.start(slots)
-        size = self._current_size()
+        size = np.clip(np.rint(self._param_array("gridSize", DEFAULT_GRID, len(slots))), MIN_GRID, self._capacity)
         self._size[slots] = size
-        inside = (self._cell_row < size) & (self._cell_col < size)
-        keys = self._rng.random((len(slots), len(inside)))
-        keys[:, ~inside] = 2.0  # never picked
+        inside = (self._cell_row[None, :] < size[:, None]) & (self._cell_col[None, :] < size[:, None])
+        keys = self._rng.random((len(slots), inside.shape[1]))
+        keys[~inside] = 2.0  # never picked
         picks = np.argsort(keys, axis=1)[:, :3]  # three distinct cells per agent
         for target, column in ((self._agent, 0), (self._goal, 1), (self._pit, 2)):
             target[slots, 0] = self._cell_row[picks[:, column]]
@@ -108,6 +113,6 @@ class GridWorldEnv(BuiltinEnv):
             ended = np.flatnonzero(done)
             self._agents.end(ended, [self._observe(ended)], interrupted[ended])
             self._stats.add("GridWorld/Goal Reached", at_goal[ended].astype(np.float64), StatsAggregationMethod.AVERAGE)
-            self._stats.add("GridWorld/Grid Size", self._current_size(), StatsAggregationMethod.MOST_RECENT)
             self._begin_episodes(ended)
+            self._stats.add("GridWorld/Grid Size", self._size[ended], StatsAggregationMethod.MOST_RECENT)
         self._agents.decide(self._slots, [self._observe(self._slots)], self._masks())

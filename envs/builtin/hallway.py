@@ -29,8 +29,10 @@ whatever the cue, and succeeds with probability ``sum_k P(cue k) * pick_k <= 1 /
 - in general: ``1 - (L - 1) / max_step`` against ``(1 - 0.1 (K - 1)) / K - (L - 1) / max_step``.
 
 Environment parameters: ``hallway_length`` (5, between 2 and 20) and ``num_cues`` (2, between 2
-and 8) fix the specs, so only their values at construction count; ``cue_steps`` (1) and
-``max_step`` (50) are read at each episode start; all rounded and clamped (``cue_steps`` to
+and 8) fix the specs, so they are read once, at construction (a sampler draws once then;
+later values are ignored); ``cue_steps`` (1) and ``max_step`` (50) are read per agent at each
+episode start (a sampler draws for every agent starting one; the values in use are
+``cue_steps`` and ``max_step``, [N] per slot); all rounded and clamped (``cue_steps`` to
 [1, hallway_length - 1], ``max_step`` to >= hallway_length). Stats: ``Hallway/Success Rate``
 (AVERAGE, 1 for the cue's goal, 0 for another or none, per finished episode) and
 ``Hallway/Goal Picked`` (AVERAGE, 1 when the episode ended with a pick).
@@ -62,8 +64,8 @@ class HallwayEnv(BuiltinEnv):
 
     def _setup(self) -> None:
         n = self.num_areas
-        self.length = int(np.clip(round(self._param("hallway_length", DEFAULT_LENGTH)), MIN_LENGTH, MAX_LENGTH))
-        self.num_cues = int(np.clip(round(self._param("num_cues", DEFAULT_CUES)), MIN_CUES, MAX_CUES))
+        self.length = int(np.clip(np.rint(self._param("hallway_length", DEFAULT_LENGTH)), MIN_LENGTH, MAX_LENGTH))
+        self.num_cues = int(np.clip(np.rint(self._param("num_cues", DEFAULT_CUES)), MIN_CUES, MAX_CUES))
         spec = BehaviorSpec(
             [vector_obs_spec(self.num_cues + self.length)], action_spec_discrete(N_MOVES + self.num_cues)
         )
@@ -75,13 +77,24 @@ class HallwayEnv(BuiltinEnv):
         self._cue_steps = np.ones(n, dtype=np.int64)
         self._max_step = np.full(n, DEFAULT_MAX_STEP, dtype=np.int64)
 
+    @property
+    def cue_steps(self) -> np.ndarray:
+        """[N] int64, how many observations show the cue in each slot's current episode."""
+        return self._cue_steps
+
+    @property
+    def max_step(self) -> np.ndarray:
+        """[N] int64, the decision limit of each slot's current episode."""
+        return self._max_step
+
     def _begin_episodes(self, slots: np.ndarray) -> None:
         self._agents.start(slots)
         self._cue[slots] = self._rng.integers(self.num_cues, size=len(slots))
         self._pos[slots] = 0
         self._steps[slots] = 0
-        self._cue_steps[slots] = int(np.clip(round(self._param("cue_steps", 1)), 1, self.length - 1))
-        self._max_step[slots] = max(round(self._param("max_step", DEFAULT_MAX_STEP)), self.length)
+        k = len(slots)
+        self._cue_steps[slots] = np.clip(np.rint(self._param_array("cue_steps", 1, k)), 1, self.length - 1)
+        self._max_step[slots] = np.maximum(np.rint(self._param_array("max_step", DEFAULT_MAX_STEP, k)), self.length)
 
     def _observe(self, slots: np.ndarray) -> list[np.ndarray]:
         """[len(slots), num_cues + length] float32: cue one-hot (zeros once hidden), cell one-hot."""

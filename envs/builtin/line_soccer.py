@@ -33,8 +33,11 @@ teammate's position (with 2 per team); then the opponents' positions, in slot or
 
 Parameters (constructor options, or environment parameters of the same names):
 ``players_per_team`` (1 or 2) and ``length`` (7, a whole number >= 5) fix the specs and are
-read at construction; ``kick`` (2, >= 1) and ``max_step`` (30, >= 1) are read at each game
-start. Bad values raise ValueError naming the option.
+read once, at construction (a sampler draws once then; later values are ignored); ``kick``
+(2, >= 1) and ``max_step`` (30, >= 1) are read per area at each game start (a sampler draws for
+every area starting a game; the values in use are ``kick`` and ``max_step``, [areas] each). A
+constructor option overrides the parameter for good. Bad values raise ValueError naming the
+option; a sampler's draws are instead rounded and clamped to >= 1, as a draw cannot be refused.
 
 Stats, once per game: ``LineSoccer/Team 0 Wins``, ``LineSoccer/Team 1 Wins``,
 ``LineSoccer/Draws`` (AVERAGE, each 1 or 0) and ``LineSoccer/Episode Length`` (AVERAGE,
@@ -58,7 +61,14 @@ import numpy as np
 from mlagents_envs.base_env import BehaviorSpec
 from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 
-from envs.builtin._core import BuiltinEnv, action_spec_discrete, vector_obs_spec, whole_option
+from envs.builtin._core import (
+    BuiltinEnv,
+    ParameterInput,
+    action_spec_discrete,
+    construction_parameters,
+    vector_obs_spec,
+    whole_option,
+)
 
 DEFAULT_LENGTH = 7
 DEFAULT_KICK = 2
@@ -83,14 +93,14 @@ class LineSoccerEnv(BuiltinEnv):
         *,
         seed: int,
         worker_id: int = 0,
-        env_parameters: Mapping[str, float] | None = None,
+        env_parameters: Mapping[str, ParameterInput] | None = None,
         num_areas: int = 1,
         players_per_team: int | None = None,
         length: int | None = None,
         kick: int | None = None,
         max_step: int | None = None,
     ) -> None:
-        params = dict(env_parameters or {})
+        params = construction_parameters(env_parameters, worker_id)
         players = players_per_team if players_per_team is not None else params.get("players_per_team", 1)
         self.players_per_team = _whole("players_per_team", players, 1)
         if self.players_per_team > 2:
@@ -105,8 +115,23 @@ class LineSoccerEnv(BuiltinEnv):
         """Whether each team of an area is a group (2 players per team)."""
         return self.players_per_team > 1
 
-    def _option(self, key: str, default: int) -> int:
-        return _whole(key, self._fixed.get(key, self._param(key, default)), 1)
+    def _options(self, key: str, default: int, n: int) -> np.ndarray:
+        """Option ``key`` for ``n`` areas starting a game: [n] int64. A constant (or constructor
+        option) must be a whole number >= 1 (ValueError); a sampler's draws are rounded and
+        clamped to >= 1."""
+        if key not in self._fixed and self._param_sampled(key):
+            return np.maximum(np.rint(self._param_array(key, default, n)), 1).astype(np.int64)
+        return np.full(n, _whole(key, self._fixed.get(key, self._param(key, default)), 1), dtype=np.int64)
+
+    @property
+    def kick(self) -> np.ndarray:
+        """[areas] int64, the kick distance of each area's current game."""
+        return self._kick
+
+    @property
+    def max_step(self) -> np.ndarray:
+        """[areas] int64, the decision limit of each area's current game."""
+        return self._max_step
 
     def _setup(self) -> None:
         n, p = self.num_areas, self.players_per_team
@@ -133,8 +158,8 @@ class LineSoccerEnv(BuiltinEnv):
         self._pos[1, slots] = self.length - 1 - self._rng.integers(0, self.length - 1 - middle, len(slots))
         self._ball[areas] = middle
         self._steps[areas] = 0
-        self._kick[areas] = self._option("kick", DEFAULT_KICK)
-        self._max_step[areas] = self._option("max_step", DEFAULT_MAX_STEP)
+        self._kick[areas] = self._options("kick", DEFAULT_KICK, len(areas))
+        self._max_step[areas] = self._options("max_step", DEFAULT_MAX_STEP, len(areas))
         for agents in self._teams:
             agents.start(slots)
 

@@ -55,9 +55,10 @@ novelty bonus (curiosity, RND); one-hot, every (cell, switch) state is new on it
 count-based bonus.
 
 Environment parameters: ``room_size`` (5, between 3 and 10), ``num_rooms`` (3, between 1 and 6)
-and ``one_hot_state`` (0, the factored observation; 1 the one-hot) fix the specs, so only their
-values at construction count; ``max_step`` (400, at least
-1) is read at each episode start; all rounded and clamped. Stats: ``Pyramids/Goal Reached``
+and ``one_hot_state`` (0, the factored observation; 1 the one-hot) fix the specs, so they are
+read once, at construction (a sampler draws once then; later values are ignored); ``max_step``
+(400, at least 1) is read per agent at each episode start (a sampler draws for every agent
+starting one; the values in use are ``max_step``, [N] per slot); all rounded and clamped. Stats: ``Pyramids/Goal Reached``
 (AVERAGE, 1 when the episode reached the goal, per finished episode) and
 ``Pyramids/Switch Pressed`` (AVERAGE, 1 when the switch was pressed, per finished episode).
 """
@@ -110,9 +111,9 @@ class PyramidsEnv(BuiltinEnv):
 
     def _setup(self) -> None:
         n = self.num_areas
-        size = int(np.clip(round(self._param("room_size", DEFAULT_ROOM_SIZE)), MIN_ROOM_SIZE, MAX_ROOM_SIZE))
-        rooms = int(np.clip(round(self._param("num_rooms", DEFAULT_ROOMS)), MIN_ROOMS, MAX_ROOMS))
-        self.one_hot_state = round(self._param("one_hot_state", 0)) >= 1
+        size = int(np.clip(np.rint(self._param("room_size", DEFAULT_ROOM_SIZE)), MIN_ROOM_SIZE, MAX_ROOM_SIZE))
+        rooms = int(np.clip(np.rint(self._param("num_rooms", DEFAULT_ROOMS)), MIN_ROOMS, MAX_ROOMS))
+        self.one_hot_state = bool(np.rint(self._param("one_hot_state", 0)) >= 1)
         self.free, self.switch, self.goal = room_layout(size, rooms)
         self.height, self.width = self.free.shape
         size_obs = 2 * self.height * self.width if self.one_hot_state else self.height + self.width + 1
@@ -127,12 +128,17 @@ class PyramidsEnv(BuiltinEnv):
         self._steps = np.zeros(n, dtype=np.int64)
         self._max_step = np.full(n, DEFAULT_MAX_STEP, dtype=np.int64)
 
+    @property
+    def max_step(self) -> np.ndarray:
+        """[N] int64, the decision limit of each slot's current episode."""
+        return self._max_step
+
     def _begin_episodes(self, slots: np.ndarray) -> None:
         self._agents.start(slots)
         self._pos[slots] = self._start_cells[self._rng.integers(len(self._start_cells), size=len(slots))]
         self._pressed[slots] = False
         self._steps[slots] = 0
-        self._max_step[slots] = max(round(self._param("max_step", DEFAULT_MAX_STEP)), 1)
+        self._max_step[slots] = np.maximum(np.rint(self._param_array("max_step", DEFAULT_MAX_STEP, len(slots))), 1)
 
     def _observe(self, slots: np.ndarray) -> list[np.ndarray]:
         """[len(slots), H + W + 1] float32: row one-hot, column one-hot, switch pressed; with

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from envs.builtin._core import BuiltinEnv, UnknownBuiltinEnvError
+from envs.builtin._core import BuiltinEnv, ParameterInput, UnknownBuiltinEnvError
 
 #: How a config or ``--env`` names a built-in environment: ``builtin:3DBall``.
 BUILTIN_PREFIX = "builtin:"
@@ -49,14 +49,15 @@ def make_env(
     *,
     seed: int,
     worker_id: int = 0,
-    env_parameters: Mapping[str, float] | None = None,
+    env_parameters: Mapping[str, ParameterInput] | None = None,
     num_areas: int = 1,
     **options: float | tuple[int, ...],
 ) -> BuiltinEnv:
     """Build the built-in environment ``name`` (a ``builtin:`` prefix is accepted), already reset.
 
     seed, worker_id: together they pick the random stream (same pair -> same episodes;
-    each worker of a run gets its own). env_parameters: initial EnvironmentParameters values.
+    each worker of a run gets its own). env_parameters: initial EnvironmentParameters values,
+    floats or ParameterValues (constants or samplers).
     num_areas: copies of the training area (agents multiply). options: constructor options of
     environments that have them (``Simple``: continuous_size, discrete_branches, num_visual,
     vis_obs_size as an (H, W, C) tuple, num_var_len, var_len_obs_size, memory, goal_indices,

@@ -63,7 +63,8 @@ reward 0) and restarts the group; agents that finish on that step leave as above
 terminal rows list agents in slot order (an area's slots are consecutive).
 
 Constructor options (or environment parameters of the same names given at construction: the
-specs cannot change later): ``continuous_size`` (1), ``discrete_branches`` (0),
+specs cannot change later, so every parameter is read once, at construction, a sampler drawing
+once then, and values sent later are ignored): ``continuous_size`` (1), ``discrete_branches`` (0),
 ``step_size`` (0.2), ``max_step`` (0), ``num_vector`` (1), ``vec_obs_size`` (1),
 ``num_visual`` (0), ``vis_obs_size`` ((20, 20, 3), ML-Agents' VIS_OBS_SIZE), ``num_var_len``
 (0), ``var_len_obs_size`` ((10, 5), ML-Agents' VAR_LEN_SIZE), ``memory`` (off; 0 or 1 as a
@@ -93,7 +94,15 @@ import numpy as np
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, ObservationSpec, ObservationType
 from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 
-from envs.builtin._core import BuiltinEnv, var_len_obs_spec, vector_obs_spec, visual_obs_spec, whole_option
+from envs.builtin._core import (
+    BuiltinEnv,
+    ParameterInput,
+    construction_parameters,
+    var_len_obs_spec,
+    vector_obs_spec,
+    visual_obs_spec,
+    whole_option,
+)
 
 #: ML-Agents' constants: reward per decision, and the success reward 1 + 6 * 0.01 (sized for
 #: its default step 0.2, kept whatever ``step_size`` is, as ML-Agents does).
@@ -156,7 +165,7 @@ class SimpleEnv(BuiltinEnv):
         *,
         seed: int,
         worker_id: int = 0,
-        env_parameters: Mapping[str, float] | None = None,
+        env_parameters: Mapping[str, ParameterInput] | None = None,
         num_areas: int = 1,
         continuous_size: int | None = None,
         discrete_branches: int | None = None,
@@ -174,7 +183,7 @@ class SimpleEnv(BuiltinEnv):
         asymmetric: bool | None = None,
         num_agents: int | None = None,
     ) -> None:
-        params = dict(env_parameters or {})
+        params = construction_parameters(env_parameters, worker_id)
         self.continuous_size = int(continuous_size if continuous_size is not None else params.get("continuous_size", 1))
         self.discrete_branches = int(
             discrete_branches if discrete_branches is not None else params.get("discrete_branches", 0)

@@ -12,7 +12,9 @@ Observation: position and goal (2 floats). Action: continuous (1,), a move of up
 decision. Reward -0.01 per decision, +1 and episode end within 0.1 of the goal (the slot starts
 a new episode with a new id); interrupted after 30 decisions.
 
-Environment parameters (read every tick): ``spawn_probability``, ``vanish_probability``.
+Environment parameters, scene settings read once every tick (a sampler draws once per tick, the
+value applying to every slot that tick; the values last read are ``spawn_probability`` and
+``vanish_probability``): ``spawn_probability`` (0.1), ``vanish_probability`` (0.02).
 Stats: ``Spawner/Active Agents`` (MOST_RECENT, every tick), ``Spawner/Goal Reached`` (AVERAGE,
 per episode that ended by itself), ``Spawner/Vanished`` (SUM, agents removed in a tick).
 """
@@ -43,6 +45,9 @@ class SpawnerEnv(BuiltinEnv):
         self._pos = np.zeros(n)
         self._goal = np.zeros(n)
         self._steps = np.zeros(n, dtype=np.int64)
+        #: The probabilities read at the last tick (the defaults before the first).
+        self.spawn_probability = 0.1
+        self.vanish_probability = 0.02
 
     def _begin_episodes(self, slots: np.ndarray) -> None:
         self._agents.start(slots)
@@ -75,8 +80,9 @@ class SpawnerEnv(BuiltinEnv):
         self._agents.reward += np.where(active, -0.01 + 1.0 * reached, 0.0).astype(np.float32)
         interrupted = active & (self._steps >= MAX_STEP) & ~reached
         draws = self._rng.random((2, n))
-        vanish_p = self._param("vanish_probability", 0.02)
-        vanished = active & ~reached & ~interrupted & (draws[0] < vanish_p)
+        self.vanish_probability = self._param("vanish_probability", 0.02)
+        self.spawn_probability = self._param("spawn_probability", 0.1)
+        vanished = active & ~reached & ~interrupted & (draws[0] < self.vanish_probability)
         ended = np.flatnonzero(reached | interrupted | vanished)
         if len(ended):
             self._agents.end(ended, [self._observe(ended)], interrupted[ended])
@@ -91,6 +97,6 @@ class SpawnerEnv(BuiltinEnv):
             self._agents.remove(np.flatnonzero(vanished))
         if vanished.any():
             self._stats.add("Spawner/Vanished", int(vanished.sum()), StatsAggregationMethod.SUM)
-        spawned = ~active & (draws[1] < self._param("spawn_probability", 0.1))
+        spawned = ~active & (draws[1] < self.spawn_probability)
         self._begin_episodes(np.flatnonzero(spawned))
         self._decide()

@@ -14,9 +14,12 @@ position (2). Action: continuous (2,), velocity of up to ``reacher_speed`` (0.1)
 Reward -0.01 per tick, +1 and episode end within ``reacher_radius`` (0.15) of the target;
 interrupted after 50 ticks.
 
-Environment parameters (read at episode start): ``reacher_speed``, ``reacher_radius``.
+Environment parameters, read per Reacher at each of its episode starts (a sampler draws for
+every Reacher starting one; the values in use are ``reacher_speed`` and ``reacher_radius``, [N]
+per Reacher slot): ``reacher_speed`` (0.1), ``reacher_radius`` (0.15). LineWalker reads none.
 Stats: ``LineWalker/Goal Reached`` (AVERAGE), ``Reacher/Final Distance`` (AVERAGE),
-``Reacher/Radius`` (MOST_RECENT).
+``Reacher/Radius`` (MOST_RECENT, at Reacher episode ends: the radius of the last Reacher
+restarted).
 """
 
 from __future__ import annotations
@@ -115,8 +118,18 @@ class TwoBehaviorsEnv(BuiltinEnv):
         self._reacher_pos[slots] = self._rng.uniform(-1.0, 1.0, (len(slots), 2))
         self._reacher_target[slots] = self._rng.uniform(-1.0, 1.0, (len(slots), 2))
         self._reacher_steps[slots] = 0
-        self._reacher_speed[slots] = self._param("reacher_speed", 0.1)
-        self._reacher_radius[slots] = self._param("reacher_radius", 0.15)
+        self._reacher_speed[slots] = self._param_array("reacher_speed", 0.1, len(slots))
+        self._reacher_radius[slots] = self._param_array("reacher_radius", 0.15, len(slots))
+
+    @property
+    def reacher_speed(self) -> np.ndarray:
+        """[N] float64, the speed of each Reacher slot's current episode."""
+        return self._reacher_speed
+
+    @property
+    def reacher_radius(self) -> np.ndarray:
+        """[N] float64, the target radius of each Reacher slot's current episode."""
+        return self._reacher_radius
 
     def _reacher_obs(self, slots: np.ndarray) -> np.ndarray:
         pos = self._reacher_pos[slots]
@@ -139,10 +152,8 @@ class TwoBehaviorsEnv(BuiltinEnv):
                 ended = np.flatnonzero(done)
                 self._reachers.end(ended, [self._reacher_obs(ended)], interrupted[ended])
                 self._stats.add("Reacher/Final Distance", distance[ended], StatsAggregationMethod.AVERAGE)
-                self._stats.add(
-                    "Reacher/Radius", self._param("reacher_radius", 0.15), StatsAggregationMethod.MOST_RECENT
-                )
                 self._begin_reaches(ended)
+                self._stats.add("Reacher/Radius", self._reacher_radius[ended], StatsAggregationMethod.MOST_RECENT)
         else:  # the Reachers enter the scene now
             self._begin_reaches(self._reacher_slots)
         self._reachers.decide(self._reacher_slots, [self._reacher_obs(self._reacher_slots)])
