@@ -554,6 +554,7 @@ def test_curriculum_rules() -> None:
                     "curriculum": [
                         lesson,
                         {"name": "M", "value": 2.0, "completion_criteria": {**crit, "threshold": 1.5}},
+                        {"name": "O", "value": 2.5, "completion_criteria": {**crit, "behavior": "Nobody"}},
                         {
                             "name": "N",
                             "value": {
@@ -562,7 +563,12 @@ def test_curriculum_rules() -> None:
                             },
                         },
                     ]
-                }
+                },
+                "q": {
+                    "sampler_type": "multirangeuniform",
+                    "sampler_parameters": {"intervals": [[0, 1], [5, 4]]},
+                },
+                "r": {"sampler_type": "gaussian", "sampler_parameters": {"mean": 0, "st_dev": -1}},
             },
         }
     )
@@ -570,7 +576,11 @@ def test_curriculum_rules() -> None:
         "environment_parameters.p.curriculum.0 (L): completion_criteria are required on every lesson but the last",
         "environment_parameters.p.curriculum.1.completion_criteria.threshold: must be between 0 "
         "and 1 for measure progress (got 1.5)",
-        "environment_parameters.p.curriculum.2.value: min_value (3.0) must not exceed max_value (1.0)",
+        "environment_parameters.p.curriculum.2.completion_criteria.behavior: 'Nobody' is not among the "
+        "configured behaviors (A)",
+        "environment_parameters.p.curriculum.3.value: min_value (3.0) must not exceed max_value (1.0)",
+        "environment_parameters.q.intervals.1: min (5.0) must not exceed max (4.0)",
+        "environment_parameters.r.st_dev: must be >= 0 (got -1.0)",
     }
 
 
