@@ -1,6 +1,7 @@
 """End to end through the CLI with the stand-in Unity build (the real gRPC protocol) and
 ``--num-envs 2``: results complete, engine settings reach the build, a crashed worker is
 restarted and training finishes, past the restart limit the run stops with saved checkpoints,
+a curriculum's lessons reach both builds,
 and no build process outlives the run."""
 
 from __future__ import annotations
@@ -212,3 +213,34 @@ def test_debug_lines_are_printed_once_in_the_debug_format_by_every_process(tmp_p
     assert len(connected) == 2, connected  # one per worker process
     assert all(re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d INFO \[environment.py:\d+\] ", line) for line in connected)
     assert sum("Connected new brain: Balance?team=0" in line for line in result.stdout.splitlines()) == 2
+
+
+def test_a_curriculum_reaches_both_builds(tmp_path):
+    """The lesson's values go through the EnvironmentParameters channel: both builds open with
+    the first lesson's gravity and get the second's when the lesson changes (a restarted worker
+    opening with the current lesson is tests/test_curriculum_run.py's, on both pools)."""
+    config, launcher = setup(tmp_path)
+    data = yaml.safe_load(config.read_text())
+    data["environment_parameters"] = {
+        "gravity": {
+            "curriculum": [
+                {
+                    "name": "heavy",
+                    "value": 9.81,
+                    "completion_criteria": {"behavior": "Balance", "measure": "progress", "threshold": 0.05},
+                },
+                {"name": "light", "value": 3.0},
+            ]
+        }
+    }
+    config.write_text(yaml.safe_dump(data))
+    result = run_cli(tmp_path, str(config), "--env", launcher, "--run-id=lessons")
+    assert result.returncode == 0, result.stderr + result.stdout[-3000:]
+    assert "Parameter 'gravity' is now in lesson 1, 'light' (3)" in result.stdout
+    run = tmp_path / "results/lessons"
+    assert json.loads((run / "run_logs/training_status.json").read_text())["gravity"] == {"lesson_num": 1}
+    for worker in (0, 1):
+        log = (run / f"run_logs/Player-{worker}.log").read_text()
+        values = [round(float(v), 2) for v in re.findall(r"StandIn/param/gravity = ([0-9.]+)", log)]
+        assert values == [9.81, 3.0], (worker, values)
+    assert_no_build_alive(run)
