@@ -11,9 +11,11 @@ import json
 import attrs
 import numpy as np
 import pytest
+from mlagents_envs.base_env import BaseEnv
 
+from envs.builtin import make_env
 from envs.parameters import ParameterValue
-from envs.workers import InProcessPool, SubprocessPool, WorkerResult
+from envs.workers import InProcessPool, SubprocessPool, WorkerFault, WorkerResult
 from envs.workers.launch import EnvLaunch
 from orchestration.run import build_run
 from stats import StatsWriter
@@ -165,3 +167,44 @@ def test_3dball_randomize_samples_reach_the_episodes(tmp_path):
     # scale ~ uniform(0.75, 3): mean 1.875, standard deviation 0.65
     means, stds = np.array(watch.scales).T
     assert np.all((means > 1.4) & (means < 2.4)) and np.all(stds > 0.4), watch.scales
+
+
+class WithoutParameterSetters(BaseEnv):
+    """A user's BaseEnv that takes no parameter updates (built-in Basic inside)."""
+
+    def __init__(self) -> None:
+        self.inner = make_env("Basic", seed=0)
+
+    behavior_specs = property(lambda self: self.inner.behavior_specs)
+
+    def step(self) -> None:
+        self.inner.step()
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def set_actions(self, behavior_name, action) -> None:
+        self.inner.set_actions(behavior_name, action)
+
+    def set_action_for_agent(self, behavior_name, agent_id, action) -> None:
+        self.inner.set_action_for_agent(behavior_name, agent_id, action)
+
+    def get_steps(self, behavior_name):
+        return self.inner.get_steps(behavior_name)
+
+
+def test_a_python_environment_that_cannot_take_a_new_lesson_is_a_fault_naming_what_it_lacks():
+    pool = InProcessPool(
+        EnvLaunch(env_path=None, seed=0, env_factory=lambda worker_id, seed: WithoutParameterSetters())
+    )
+    pool.start()
+    pool.poll(1.0)
+    pool.set_parameters({"size": ParameterValue.constant(2.0)})
+    (fault,) = pool.poll(1.0)
+    assert isinstance(fault, WorkerFault)
+    assert "WithoutParameterSetters cannot take the new value of environment parameter 'size'" in fault.message
+    assert "set_env_parameter_value(key, ParameterValue)" in fault.message
+    pool.close()
