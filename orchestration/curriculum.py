@@ -147,7 +147,8 @@ class Curriculum:
             if len(rewards) < criteria.min_lesson_length:
                 continue
             if criteria.measure == MeasureType.PROGRESS:
-                complete = progress[criteria.behavior] > criteria.threshold
+                measure = progress[criteria.behavior]
+                complete = measure > criteria.threshold
             else:
                 if not rewards:
                     continue
@@ -162,13 +163,15 @@ class Curriculum:
                 must_reset = must_reset or criteria.require_reset
                 next_lesson = parameter.curriculum[number + 1]
                 logger.info(
-                    "Parameter '%s' is now in lesson %d, '%s' (%s), after %s reached %s",
+                    "Parameter '%s' is now in lesson %d, '%s' (%s): %s's %s reached %.3g (threshold %g)",
                     name,
                     number + 1,
                     next_lesson.name,
                     _describe(self._values[name][number + 1]),
                     criteria.behavior,
                     criteria.measure.value,
+                    measure,
+                    criteria.threshold,
                 )
                 if self.status is not None:
                     self.status.set_parameter(name, LESSON_NUM, number + 1)

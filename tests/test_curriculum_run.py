@@ -208,3 +208,55 @@ def test_a_python_environment_that_cannot_take_a_new_lesson_is_a_fault_naming_wh
     assert "WithoutParameterSetters cannot take the new value of environment parameter 'size'" in fault.message
     assert "set_env_parameter_value(key, ParameterValue)" in fault.message
     pool.close()
+
+
+def renamed(options, names: dict[str, str], max_steps: int):
+    """``options`` with its behaviors (and the behaviors its lessons watch) renamed by ``names``,
+    and ``max_steps`` cut (everything else as written)."""
+    behaviors = {
+        names[name]: attrs.evolve(settings, max_steps=max_steps, summary_freq=1_000, threaded=False)
+        for name, settings in options.behaviors.items()
+    }
+    parameters = {
+        key: attrs.evolve(
+            parameter,
+            curriculum=tuple(
+                lesson
+                if lesson.completion_criteria is None
+                else attrs.evolve(
+                    lesson,
+                    completion_criteria=attrs.evolve(
+                        lesson.completion_criteria, behavior=names[lesson.completion_criteria.behavior]
+                    ),
+                )
+                for lesson in parameter.curriculum
+            ),
+        )
+        for key, parameter in options.environment_parameters.items()
+    }
+    return attrs.evolve(options, behaviors=behaviors, environment_parameters=parameters)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("config", "env", "names"),
+    [
+        ("WallJump_curriculum", "TwoBehaviors", {"BigWallJump": "LineWalker", "SmallWallJump": "Reacher"}),
+        ("Sorter_curriculum", "Basic", {"Sorter": "Basic"}),
+    ],
+)
+def test_mlagents_curriculum_configs_advance_on_builtin_envs(config, env, names, tmp_path):
+    """ML-Agents' curriculum configs as written, their behaviors renamed onto a built-in
+    environment with as many behaviors: their progress lessons (100 episodes at least) advance
+    within the run, and the lessons are saved (the built-in envs ignore the parameters' names,
+    as Unity ignores parameters a scene does not read)."""
+    options = renamed(load_run_options(MLAGENTS_CONFIGS / f"ppo/{config}.yaml"), names, 10_000)
+    options = attrs.evolve(
+        options,
+        env_settings=attrs.evolve(options.env_settings, env_path=f"builtin:{env}", seed=1, num_areas=8),
+        checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=str(tmp_path), run_id="mla"),
+    )
+    build_run(options, console=False).run()
+    status = json.loads((tmp_path / "mla" / "run_logs" / "training_status.json").read_text())
+    for parameter in options.environment_parameters:
+        assert status[parameter]["lesson_num"] >= 1, status
