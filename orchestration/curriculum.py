@@ -13,7 +13,8 @@ A constant or a sampler is a curriculum of one lesson. A lesson ends when its
 and in both cases only once at least ``min_lesson_length`` episodes finished since the last
 lesson change (the buffer is emptied at every change, as ML-Agents clears its trainers'
 reward buffers). The final lesson never ends. A sampler's ``seed`` of -1 becomes the run's seed
-plus its position among the run's samplers, as ML-Agents numbers them.
+plus the lesson value's position among the run's lesson values without a seed (constants
+counted too), as ML-Agents numbers them.
 """
 
 from __future__ import annotations
@@ -92,7 +93,7 @@ class Curriculum:
             values = []
             for lesson in parameter.curriculum:
                 seed = lesson.value.seed
-                if seed == -1 and not isinstance(lesson.value, ConstantSampler):
+                if seed == -1:  # constants too take a place in the count, as in ML-Agents
                     seed, offset = run_seed + offset, offset + 1
                 values.append(parameter_value(lesson.value, seed))
             self._values[name] = values

@@ -38,9 +38,11 @@ def test_constants_and_samplers_become_values_with_run_seeded_samplers():
     curriculum = Curriculum(settings, run_seed=100)
     assert curriculum.values() == {
         "size": ParameterValue.constant(1.0),
-        "mass": ParameterValue(ParameterKind.UNIFORM, (0.5, 10.0), 100),  # seed -1: run seed + position
+        # seed -1: the run seed + the position among lesson values without a seed, the two
+        # constants of size counted too (ML-Agents' _set_sampler_seeds)
+        "mass": ParameterValue(ParameterKind.UNIFORM, (0.5, 10.0), 102),
         "noise": ParameterValue(ParameterKind.GAUSSIAN, (0.0, 2.0), 7),
-        "spread": ParameterValue(ParameterKind.MULTIRANGEUNIFORM, (0.0, 1.0, 3.0, 4.0), 101),
+        "spread": ParameterValue(ParameterKind.MULTIRANGEUNIFORM, (0.0, 1.0, 3.0, 4.0), 103),
     }
     assert curriculum.has_lessons and curriculum.lessons == {"size": 0, "mass": 0, "noise": 0, "spread": 0}
     assert lesson_tag("size") == "Environment/Lesson Number/size"
