@@ -76,25 +76,15 @@ def test_absurd_network_is_refused_before_any_environment_starts(tmp_path):
 
 def test_unsupported_sections_are_refused_together_before_any_work(tmp_path):
     data = yaml.safe_load((REPO / "config/ppo/Basic.yaml").read_text())
-    data["behaviors"]["Basic"]["reward_signals"]["rnd"] = {"network_settings": {"memory": {"memory_size": 8}}}
-    data["environment_parameters"] = {
-        "mass": {"sampler_type": "uniform", "sampler_parameters": {"min_value": 1, "max_value": 2}},
-        "length": {
-            "curriculum": [
-                {
-                    "name": "short",
-                    "completion_criteria": {"measure": "progress", "behavior": "Basic", "threshold": 0.5},
-                    "value": 1.0,
-                },
-                {"name": "long", "value": 2.0},
-            ]
-        },
-    }
+    signals = data["behaviors"]["Basic"]["reward_signals"]
+    signals["rnd"] = {"network_settings": {"memory": {"memory_size": 8}}}
+    signals["curiosity"] = {"network_settings": {"memory": {"memory_size": 8}}}
+    signals["extrinsic"]["network_settings"] = {"hidden_units": 32}
     (tmp_path / "many.yaml").write_text(yaml.safe_dump(data))
     line = one_line_error(run_cli(tmp_path, "many.yaml", "--run-id=many"))
     assert "behaviors.Basic.reward_signals.rnd.network_settings.memory" in line
-    assert "environment_parameters.length: curricula" in line
-    assert "environment_parameters.mass" in line
+    assert "behaviors.Basic.reward_signals.curiosity.network_settings.memory" in line
+    assert "behaviors.Basic.reward_signals.extrinsic.network_settings: the extrinsic reward has no network" in line
     assert not (tmp_path / "results").exists()
 
 

@@ -182,7 +182,7 @@ def test_unused_extrinsic_network_settings_are_refused_when_set() -> None:
     assert check_capabilities(structure_run_options(default), BUILTIN) == []
 
 
-def test_constants_and_one_lesson_constant_curricula_are_accepted() -> None:
+def test_constants_samplers_and_curricula_are_accepted() -> None:
     options = structure_run_options(
         {
             "behaviors": {"A": {}},
