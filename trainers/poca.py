@@ -98,7 +98,7 @@ class POCA:
             generator=seeding.generator(seed, Stream.CRITIC_INIT),
         ).to(self.device)
         parameters = [*self.policy.actor.parameters(), *self.critic.parameters()]
-        self.optimizer = torch.optim.Adam(parameters, lr=hyperparameters.learning_rate)
+        self.optimizer = torch.optim.Adam(parameters, lr=hyperparameters.learning_rate, fused=True)
         self.shuffle = seeding.generator(seed, Stream.SHUFFLE)
         memory = settings.network_settings.memory
         self.sequence_length = 1 if memory is None else int(memory.sequence_length)
