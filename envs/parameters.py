@@ -78,7 +78,3 @@ class ParameterValue:
         chosen = rng.choice(len(widths), size=size, p=widths / total if total > 0 else None)
         low, high = intervals[chosen, 0], intervals[chosen, 1]
         return rng.uniform(low, high) if size is not None else float(rng.uniform(low, high))
-
-
-#: The parameters of one environment, by key.
-Parameters = dict[str, ParameterValue]

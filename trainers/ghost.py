@@ -54,6 +54,7 @@ from stats.tags import SELF_PLAY_ELO
 from trainers.checkpoints import BehaviorCheckpoints, CheckpointRecord, TrainingStatus
 from trainers.exceptions import CheckpointError
 from trainers.policy import TorchPolicy
+from trainers.seeding import Stream
 from trainers.settings import SelfPlaySettings, TrainerSettings
 from trainers.trainer import MAX_TRAJECTORIES_PER_ADVANCE, Trainer
 
@@ -65,8 +66,6 @@ ELO_K_FACTOR = 1.0
 CHECKPOINT_KEY = "self_play"
 # The key of the learning policy's ELO per behavior in training_status.json (ML-Agents').
 STATUS_ELO_KEY = "elo"
-# Mixed into the run seed for the snapshot draws (a stream of its own, see trainers.seeding).
-_SWAP_STREAM = 11
 # current_opponent when the opponents play the latest policy (ML-Agents: -1, the learning
 # policy's own slot at the end of policy_elos).
 LATEST = -1
@@ -234,7 +233,9 @@ class GhostTrainer:
                 trainer.settings.max_steps,
             )
         name_hash = zlib.crc32(self.behavior_name.encode())
-        self._rng = np.random.default_rng(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, _SWAP_STREAM, name_hash]))
+        self._rng = np.random.default_rng(
+            np.random.SeedSequence([int(seed) & 0xFFFFFFFF, int(Stream.SELF_PLAY_SWAPS), name_hash])
+        )
 
         # the wrapped trainer's side: it takes only what the ghost hands it
         self._to_trainer: AgentManagerQueue[Trajectory] = AgentManagerQueue(self.behavior_name)

@@ -273,7 +273,9 @@ class POCA:
             group["lr"] = learning_rate
         batch = self.buffer.to_batch(self.device)
         hp = self.hyperparameters
-        losses: dict[str, list[torch.Tensor]] = {"policy": [], "value": [], "baseline": []}
+        policy_losses: list[torch.Tensor] = []
+        value_losses: list[torch.Tensor] = []
+        baseline_losses: list[torch.Tensor] = []
         signal_stats: dict[str, list[float]] = {}
         self.policy.actor.train()
         for rows in minibatches(
@@ -284,18 +286,18 @@ class POCA:
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             self.optimizer.step()
-            losses["policy"].append(policy_loss.detach())
-            losses["value"].append(value_loss.detach())
-            losses["baseline"].append(baseline_loss.detach())
+            policy_losses.append(policy_loss.detach())
+            value_losses.append(value_loss.detach())
+            baseline_losses.append(baseline_loss.detach())
             for signal in self._training_signals:  # on the same minibatch, as ML-Agents
                 for tag, value in signal.update(minibatch.agent.signal_batch()).items():
                     signal_stats.setdefault(tag, []).append(value)
         self.policy.actor.eval()
         self.buffer.clear()
         stats = {
-            "Losses/Policy Loss": float(torch.stack(losses["policy"]).abs().mean()),
-            "Losses/Value Loss": float(torch.stack(losses["value"]).mean()),
-            "Losses/Baseline Loss": float(torch.stack(losses["baseline"]).mean()),
+            "Losses/Policy Loss": float(torch.stack(policy_losses).abs().mean()),
+            "Losses/Value Loss": float(torch.stack(value_losses).mean()),
+            "Losses/Baseline Loss": float(torch.stack(baseline_losses).mean()),
             "Policy/Learning Rate": learning_rate,
             "Policy/Epsilon": epsilon,
             "Policy/Beta": beta,

@@ -28,6 +28,7 @@ class Stream(enum.IntEnum):
     DEMO_SAMPLING = 8  # which demonstration steps GAIL and behavioral cloning train on
     SIGNAL_NOISE = 9  # noise inside a reward signal's update (GAIL's VAIL code, interpolations)
     CLONING_NOISE = 10  # behavioral cloning's continuous action draws
+    SELF_PLAY_SWAPS = 11  # which snapshot a ghost trainer's opponents play
 
 
 def stream_seed(seed: int, stream: Stream) -> int:
