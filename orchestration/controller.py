@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,7 +25,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from orchestration.curriculum import Curriculum, lesson_tag
 from orchestration.env_manager import BehaviorRuntime, EnvManager
 from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
-from stats import PerfStats, StatsHub, StatsProperty, StatsReporter, Timers, timed_method
+from stats import PerfMark, PerfStats, StatsHub, StatsProperty, StatsReporter, Timers, timed_method
 from stats.tags import STEP
 from stats.timer_names import ADVANCE, RESET_ENV, SAVE_MODELS, START_LEARNING
 from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus
@@ -40,10 +39,16 @@ logger = logging.getLogger(__name__)
 PERF_AGENT_STEPS_PER_SECOND = "Perf/agent_steps_per_s"
 PERF_QUEUE_FILL = "Perf/trajectory_queue_fill"
 PERF_QUEUE_BLOCKED_S = "Perf/trajectory_queue_blocked_s"
-# Seconds between Perf/... reports into the behaviors' stats windows.
-PERF_REPORT_INTERVAL_S = 2.0
 # Seconds to wait for a trainer thread to finish its current update at shutdown.
 TRAINER_JOIN_TIMEOUT_S = 60.0
+
+
+@attrs.frozen
+class _PerfWindow:
+    """Where a behavior's current stats window began: perf totals and its agent steps then."""
+
+    start: PerfMark
+    agent_steps: int
 
 
 @attrs.frozen
@@ -85,7 +90,6 @@ class TrainerController:
         perf: PerfStats | None = None,
         timers: Timers | None = None,
         stop: threading.Event | None = None,
-        clock: Callable[[], float] = time.monotonic,
         on_started: Callable[[], None] | None = None,
         curriculum: Curriculum | None = None,
     ):
@@ -102,7 +106,6 @@ class TrainerController:
         self.perf = perf if perf is not None else PerfStats()
         self.timers = timers if timers is not None else Timers()
         self.stop = stop if stop is not None else threading.Event()
-        self._clock = clock
         self._on_started = on_started
         self.curriculum = curriculum
         self.started = False
@@ -114,8 +117,8 @@ class TrainerController:
         self.managers: dict[str, list[AgentManager]] = {}
         self._inference_steps: dict[str, int] = {}
         self._inference_next_summary: dict[str, int] = {}
-        self._last_perf = clock()
-        self._agent_steps_at_perf: dict[str, int] = {}
+        self._env_manager: EnvManager | None = None
+        self._perf_windows: dict[str, _PerfWindow] = {}
 
     # ------------------------------------------------------------------ behaviors
 
@@ -147,6 +150,8 @@ class TrainerController:
     def _create_trainer(self, name: str, spec: BehaviorSpec, settings: TrainerSettings) -> Trainer | GhostTrainer:
         reporter = self.hub.reporter(name)
         self.reporters[name] = reporter
+        self._perf_windows[name] = _PerfWindow(self.perf.mark(), 0)
+        self.hub.add_before_write(name, lambda: self._report_perf(name))
         checkpoints = BehaviorCheckpoints(self.run_dir, name, settings.keep_checkpoints, self.status)
         wrapped = self.registry.create(
             behavior_name=name,
@@ -227,10 +232,6 @@ class TrainerController:
                 # a new lesson asks for a reset
                 env_manager.request_reset()
         self._report_lessons()
-        now = self._clock()
-        if now - self._last_perf >= PERF_REPORT_INTERVAL_S:
-            self.report_perf(env_manager, now - self._last_perf)
-            self._last_perf = now
 
     def _advance_lessons(self, env_manager: EnvManager) -> bool:
         """Move complete lessons on and send their values; whether a reset is asked for."""
@@ -262,6 +263,7 @@ class TrainerController:
         """
         interrupted = False
         saved: list[str] = []
+        self._env_manager = env_manager
         try:
             with self.timers.scope(RESET_ENV):
                 env_manager.start()
@@ -338,24 +340,27 @@ class TrainerController:
                 self._inference_next_summary[name] = (steps // freq + 1) * freq
             self.reporters[name].set_stat(STEP, float(steps))
 
-    def report_perf(self, env_manager: EnvManager, window_s: float) -> None:
-        """Set the ``Perf/...`` values of the last window on every behavior's stats window:
-        the time split, env and agent steps/s, trajectory-queue fill (0-1) and the seconds
-        producers have spent blocked on full queues so far."""
-        summary = self.perf.summary(reset=True)
-        values = summary.as_stats()
-        by_behavior = env_manager.agent_steps_by_behavior
-        for name, reporter in self.reporters.items():
-            for tag, value in values.items():
-                reporter.set_stat(tag, value)
-            managers = self.managers.get(name, [])
-            total = sum(by_behavior.get(m.behavior_id, 0) for m in managers)
-            before = self._agent_steps_at_perf.get(name, 0)
-            self._agent_steps_at_perf[name] = total
-            if window_s > 0:
-                reporter.set_stat(PERF_AGENT_STEPS_PER_SECOND, (total - before) / window_s)
-            bounded = [m.trajectory_queue for m in managers if m.trajectory_queue.maxlen > 0]
-            if bounded:
-                fill = max(q.qsize() / q.maxlen for q in bounded)
-                reporter.set_stat(PERF_QUEUE_FILL, fill)
-            reporter.set_stat(PERF_QUEUE_BLOCKED_S, sum(m.trajectory_queue.blocked_seconds for m in managers))
+    def _report_perf(self, name: str) -> None:
+        """Set the ``Perf/...`` values of ``name``'s stats window, just before it is written
+        (from the writing thread): the time split and env and agent steps/s since its last
+        write, trajectory-queue fill (0-1) and the seconds producers have spent blocked on
+        full queues so far. Every summary carries them, however short the run."""
+        window = self._perf_windows[name]
+        summary, mark = self.perf.summary_since(window.start)
+        reporter = self.reporters[name]
+        for tag, value in summary.as_stats().items():
+            reporter.set_stat(tag, value)
+        managers = list(self.managers.get(name, ()))
+        env_manager = self._env_manager
+        agent_steps = window.agent_steps
+        if env_manager is not None:
+            by_behavior = env_manager.agent_steps_by_behavior
+            agent_steps = sum(by_behavior.get(m.behavior_id, 0) for m in managers)
+            elapsed = mark.time - window.start.time
+            if elapsed > 0:
+                reporter.set_stat(PERF_AGENT_STEPS_PER_SECOND, (agent_steps - window.agent_steps) / elapsed)
+        self._perf_windows[name] = _PerfWindow(mark, agent_steps)
+        bounded = [m.trajectory_queue for m in managers if m.trajectory_queue.maxlen > 0]
+        if bounded:
+            reporter.set_stat(PERF_QUEUE_FILL, max(q.qsize() / q.maxlen for q in bounded))
+        reporter.set_stat(PERF_QUEUE_BLOCKED_S, sum(m.trajectory_queue.blocked_seconds for m in managers))

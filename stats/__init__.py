@@ -5,7 +5,7 @@ from stats.console_writer import ConsoleWriter
 from stats.defaults import default_writers
 from stats.exceptions import StatsError, StatsWriterError, StatsWriterPluginError
 from stats.jsonl_writer import JsonLinesWriter
-from stats.perf import PerfKind, PerfStats, PerfSummary
+from stats.perf import PerfKind, PerfMark, PerfStats, PerfSummary
 from stats.plugins import STATS_WRITER_GROUP, check_stats_writer_plugins, load_stats_writer_plugins
 from stats.reporter import StatsHub, StatsReporter
 from stats.summary import StatsAggregationMethod, StatsProperty, StatsSummary
@@ -18,6 +18,7 @@ __all__ = [
     "GaugeWriter",
     "JsonLinesWriter",
     "PerfKind",
+    "PerfMark",
     "PerfStats",
     "PerfSummary",
     "STATS_WRITER_GROUP",

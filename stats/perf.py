@@ -7,7 +7,8 @@
     ...
     perf.report(reporter)   # before reporter.write_stats(step)
 
-reports ``Perf/mean_env_wait_ms``, ``Perf/mean_inference_ms``, ``Perf/mean_processing_ms``,
+or, for several stats windows written at their own times, one ``PerfMark`` per window:
+``summary, mark = perf.summary_since(mark)``. It reports ``Perf/mean_env_wait_ms``, ``Perf/mean_inference_ms``, ``Perf/mean_processing_ms``,
 ``Perf/mean_update_ms`` (mean per measured call over the window, or an exponential moving
 average when ``ema_coef`` is set) and ``Perf/env_steps_per_s``.
 """
@@ -67,12 +68,25 @@ class PerfSummary:
         return {tag: value for tag, value in pairs if value is not None}
 
 
+@attrs.frozen
+class PerfMark:
+    """The running totals at one moment; a window's numbers are the difference of two marks."""
+
+    seconds: tuple[float, ...]
+    """Seconds spent per ``PerfKind``, in the enum's order."""
+    counts: tuple[int, ...]
+    """Intervals measured per ``PerfKind``."""
+    env_steps: int
+    time: float
+
+
 class PerfStats:
     """Accumulates intervals per ``PerfKind`` from any thread (one lock).
 
-    Without ``ema_coef`` a summary is the mean over the window since the last reset; with it,
-    each interval updates ``ema = (1 - ema_coef) * ema + ema_coef * x`` (the first sets it),
-    which survives resets. ``clock`` is monotonic seconds.
+    Without ``ema_coef`` a summary is the mean over a window: since the last reset
+    (``summary``) or since a caller's ``PerfMark`` (``summary_since``). With it, each interval
+    updates ``ema = (1 - ema_coef) * ema + ema_coef * x`` (the first sets it), whatever the
+    window. ``clock`` is monotonic seconds.
     """
 
     def __init__(self, *, ema_coef: float | None = None, clock: Callable[[], float] = time.perf_counter) -> None:
@@ -81,17 +95,16 @@ class PerfStats:
         self.ema_coef = ema_coef
         self._clock = clock
         self._lock = threading.Lock()
-        self._sums = {kind: 0.0 for kind in PerfKind}
+        self._seconds = {kind: 0.0 for kind in PerfKind}
         self._counts = {kind: 0 for kind in PerfKind}
         self._ema: dict[PerfKind, float] = {}
         self._env_steps = 0
-        self._env_steps_total = 0
-        self._window_start = clock()
+        self._window = self.mark()
 
     def add(self, kind: PerfKind, seconds: float) -> None:
         """Record one interval of ``seconds`` spent on ``kind``."""
         with self._lock:
-            self._sums[kind] += seconds
+            self._seconds[kind] += seconds
             self._counts[kind] += 1
             if self.ema_coef is not None:
                 old = self._ema.get(kind)
@@ -110,39 +123,58 @@ class PerfStats:
         """Count environment steps (one per ``env.step`` of all workers together) for steps/s."""
         with self._lock:
             self._env_steps += count
-            self._env_steps_total += count
 
     def env_steps_total(self) -> int:
-        """Environment steps counted since creation (never reset: the console's Env Steps/s)."""
+        """Environment steps counted since creation (the console's Env Steps/s)."""
         with self._lock:
-            return self._env_steps_total
+            return self._env_steps
 
-    def summary(self, *, reset: bool = True) -> PerfSummary:
-        """The window's (or EMA's) milliseconds per kind and env steps/s; ``reset`` starts a new window."""
+    def mark(self) -> PerfMark:
+        """The totals now: the start of a window for ``summary_since``."""
         now = self._clock()
         with self._lock:
-            ms: dict[PerfKind, float | None] = {}
-            for kind in PerfKind:
-                if self.ema_coef is not None:
-                    value = self._ema.get(kind)
-                    ms[kind] = None if value is None else value * 1000.0
-                else:
-                    n = self._counts[kind]
-                    ms[kind] = self._sums[kind] * 1000.0 / n if n else None
-            elapsed = now - self._window_start
-            rate = self._env_steps / elapsed if self._env_steps and elapsed > 0 else None
-            if reset:
-                self._sums = {kind: 0.0 for kind in PerfKind}
-                self._counts = {kind: 0 for kind in PerfKind}
-                self._env_steps = 0
-                self._window_start = now
-        return PerfSummary(
+            return self._mark(now)
+
+    def _mark(self, now: float) -> PerfMark:
+        return PerfMark(
+            seconds=tuple(self._seconds[kind] for kind in PerfKind),
+            counts=tuple(self._counts[kind] for kind in PerfKind),
+            env_steps=self._env_steps,
+            time=now,
+        )
+
+    def summary_since(self, start: PerfMark) -> tuple[PerfSummary, PerfMark]:
+        """Milliseconds per kind and env steps/s since ``start``, and the mark of now (the
+        next window's start)."""
+        now = self._clock()
+        with self._lock:
+            end = self._mark(now)
+            ema = dict(self._ema)
+        ms: dict[PerfKind, float | None] = {}
+        for i, kind in enumerate(PerfKind):
+            if self.ema_coef is not None:
+                value = ema.get(kind)
+                ms[kind] = None if value is None else value * 1000.0
+            else:
+                n = end.counts[i] - start.counts[i]
+                ms[kind] = (end.seconds[i] - start.seconds[i]) * 1000.0 / n if n else None
+        steps = end.env_steps - start.env_steps
+        elapsed = end.time - start.time
+        summary = PerfSummary(
             mean_env_wait_ms=ms[PerfKind.ENV_WAIT],
             mean_inference_ms=ms[PerfKind.INFERENCE],
             mean_processing_ms=ms[PerfKind.PROCESSING],
             mean_update_ms=ms[PerfKind.UPDATE],
-            env_steps_per_s=rate,
+            env_steps_per_s=steps / elapsed if steps and elapsed > 0 else None,
         )
+        return summary, end
+
+    def summary(self, *, reset: bool = True) -> PerfSummary:
+        """The window's (or EMA's) milliseconds per kind and env steps/s; ``reset`` starts a new window."""
+        summary, end = self.summary_since(self._window)
+        if reset:
+            self._window = end
+        return summary
 
     def report(self, reporter: StatsReporter, *, reset: bool = True) -> PerfSummary:
         """``set_stat`` each measured ``Perf/...`` value on ``reporter``; returns the summary."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -168,6 +168,7 @@ class StatsHub:
         self._lock = threading.Lock()
         self._write_lock = threading.RLock()
         self._closed = False
+        self._before_write: dict[str, list[Callable[[], None]]] = {}
 
     @property
     def writers(self) -> tuple[StatsWriter, ...]:
@@ -177,6 +178,19 @@ class StatsHub:
         """Add a writer; it receives windows written from now on."""
         with self._write_lock:
             self._writers.append(writer)
+
+    def add_before_write(self, category: str, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever ``category``'s window is about to be written (from the
+        writing thread): numbers measured elsewhere, such as perf, join every window."""
+        with self._lock:
+            self._before_write.setdefault(category, []).append(callback)
+
+    def before_write(self, category: str) -> None:
+        """Run ``category``'s before-write callbacks."""
+        with self._lock:
+            callbacks = tuple(self._before_write.get(category, ()))
+        for callback in callbacks:
+            callback()
 
     def reporter(self, category: str) -> StatsReporter:
         """A reporter for ``category`` sharing this hub's window for it."""
@@ -302,6 +316,8 @@ class StatsReporter:
         Writers are called even when the window is empty (the console then says no episode
         was completed).
         """
+        if self._hub is not None:
+            self._hub.before_write(self.category)
         window = self._window
         with window.lock:
             accumulators = window.accumulators

@@ -73,8 +73,7 @@ def make(
     return run.controller, run.env_manager, keep
 
 
-def test_two_behaviors_train_to_max_steps_and_are_saved(tmp_path, monkeypatch):
-    monkeypatch.setattr("orchestration.controller.PERF_REPORT_INTERVAL_S", 0.0)
+def test_two_behaviors_train_to_max_steps_and_are_saved(tmp_path):
     registry = TrainerRegistry(builtin_algorithms(), builtin_hyperparameter_types())
     controller, manager, keep = make(tmp_path, two_behavior_options(tmp_path), registry)
     outcome = controller.run(manager)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from stats import PerfKind, PerfStats, StatsReporter, tags
+from stats import PerfKind, PerfStats, StatsHub, StatsReporter, tags
 
 
 class Clock:
@@ -37,6 +37,34 @@ def test_window_means_in_ms_and_env_steps_per_second() -> None:
     assert r.get_stats_summaries(tags.PERF_PROCESSING_MS).count == 0
     assert r.get_stats_summaries(tags.PERF_ENV_STEPS_PER_SECOND).mean == pytest.approx(2.0)
     assert perf.summary().mean_env_wait_ms is None  # report reset the window
+
+
+def test_windows_from_marks_are_independent_of_each_other_and_of_resets() -> None:
+    clock = Clock()
+    perf = PerfStats(clock=clock)
+    first = perf.mark()
+    perf.add(PerfKind.UPDATE, 0.1)
+    perf.add_env_steps(4)
+    clock.t = 2.0
+    second = perf.mark()
+    perf.add(PerfKind.UPDATE, 0.3)
+    clock.t = 4.0
+    perf.summary()  # another window's reset changes neither
+    summary, end = perf.summary_since(first)
+    assert summary.mean_update_ms == pytest.approx(200.0) and summary.env_steps_per_s == pytest.approx(1.0)
+    summary, _ = perf.summary_since(second)
+    assert summary.mean_update_ms == pytest.approx(300.0) and summary.env_steps_per_s is None
+    assert perf.summary_since(end)[0].mean_update_ms is None  # nothing measured since
+
+
+def test_every_written_window_carries_perf_from_a_before_write_callback() -> None:
+    perf = PerfStats(clock=Clock())
+    hub = StatsHub()
+    reporter = hub.reporter("B")
+    hub.add_before_write("B", lambda: perf.report(reporter))
+    perf.add(PerfKind.INFERENCE, 0.004)
+    assert reporter.write_stats(100)[tags.PERF_INFERENCE_MS].mean == pytest.approx(4.0)
+    assert tags.PERF_INFERENCE_MS not in reporter.write_stats(200)  # nothing measured in between
 
 
 def test_ema_survives_resets() -> None:
