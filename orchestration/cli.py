@@ -61,6 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--base-port", type=int, help="worker i listens on base-port + i (default 5005)")
     p.add_argument("--num-envs", type=int, help="environments stepped in parallel, one process each (default 1)")
+    p.add_argument(
+        "--ray-address",
+        metavar="ADDRESS",
+        help="run the --num-envs workers as Ray env runners across a cluster: local (start one "
+        "here), auto (join the running one) or its address; needs the [ray] extra",
+    )
     p.add_argument("--num-areas", type=int, help="training areas inside each environment (default 1)")
     p.add_argument("--debug", action="store_true", help="debug logging, and tracebacks with errors")
     p.add_argument("--max-lifetime-restarts", type=int, help="restarts per crashed worker; -1: no limit (default 10)")

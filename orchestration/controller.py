@@ -23,7 +23,7 @@ import attrs
 from mlagents_envs.base_env import BehaviorSpec
 
 from orchestration.curriculum import Curriculum, lesson_tag
-from orchestration.env_manager import BehaviorRuntime, EnvManager
+from orchestration.env_manager import BehaviorRuntime, StepSource
 from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
 from stats import PerfMark, PerfStats, StatsHub, StatsProperty, StatsReporter, Timers, timed_method
 from stats.tags import STEP
@@ -117,7 +117,7 @@ class TrainerController:
         self.managers: dict[str, list[AgentManager]] = {}
         self._inference_steps: dict[str, int] = {}
         self._inference_next_summary: dict[str, int] = {}
-        self._env_manager: EnvManager | None = None
+        self._env_manager: StepSource | None = None
         self._perf_windows: dict[str, _PerfWindow] = {}
 
     # ------------------------------------------------------------------ behaviors
@@ -216,7 +216,7 @@ class TrainerController:
         return not any(t.should_still_train for t in self.trainers.values())
 
     @timed_method(ADVANCE)
-    def advance(self, env_manager: EnvManager) -> None:
+    def advance(self, env_manager: StepSource) -> None:
         """One round of the loop: environments, unthreaded trainers, failures, perf."""
         env_manager.advance(timeout=0.5)
         if self.inference:
@@ -233,7 +233,7 @@ class TrainerController:
                 env_manager.request_reset()
         self._report_lessons()
 
-    def _advance_lessons(self, env_manager: EnvManager) -> bool:
+    def _advance_lessons(self, env_manager: StepSource) -> bool:
         """Move complete lessons on and send their values; whether a reset is asked for."""
         curriculum = self.curriculum
         if curriculum is None or not curriculum.has_lessons or not self.trainers:
@@ -256,7 +256,7 @@ class TrainerController:
                 reporter.set_stat(tag, float(number))
 
     @timed_method(START_LEARNING)
-    def run(self, env_manager: EnvManager) -> RunOutcome:
+    def run(self, env_manager: StepSource) -> RunOutcome:
         """Train until done or stopped; save every behavior (unless inference) however it ends.
 
         Errors (a trainer's, an environment past its restart budget) propagate after saving.

@@ -15,7 +15,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import attrs
 import numpy as np
@@ -42,6 +42,23 @@ class BehaviorRuntime:
     policy: TorchPolicy  # the inference copy (CPU), refreshed from the policy queue
 
 
+class StepSource(Protocol):
+    """What the controller drives: :class:`EnvManager` (a worker pool, inference here) or
+    ``orchestration.ray_env_manager.RayEnvManager`` (runners that act where they are)."""
+
+    agent_steps_by_behavior: dict[str, int]
+
+    def start(self) -> None: ...
+
+    def advance(self, timeout: float = 1.0) -> int: ...
+
+    def request_reset(self) -> None: ...
+
+    def set_env_parameters(self, parameters: Mapping[str, ParameterValue]) -> None: ...
+
+    def close(self) -> None: ...
+
+
 def slice_action_info(info: ActionInfo, start: int, stop: int) -> ActionInfo:
     """Rows ``start:stop`` of ``info`` (one worker's share of a batched decision)."""
     s = slice(start, stop)
@@ -57,7 +74,16 @@ def slice_action_info(info: ActionInfo, start: int, stop: int) -> ActionInfo:
     )
 
 
-class _StatsAggregation(NamedTuple):
+def act_for_worker(policy: TorchPolicy, manager: AgentManager, worker_id: int, decision: DecisionSteps) -> ActionInfo:
+    """The policy's decision for one worker's deciding agents (their masks and memories)."""
+    mask_width = int(sum(policy.behavior_spec.action_spec.discrete_branches))
+    memories = manager.get_memories(worker_id, decision.agent_id) if policy.memory_size > 0 else None
+    return policy.act(decision.obs, allowed_actions(decision, mask_width), decision.agent_id, memories)
+
+
+class EnvStatAggregation(NamedTuple):
+    """An aggregation number from a pool as the ``.value`` that ``record_environment_stats`` reads."""
+
     value: int
 
 
@@ -215,7 +241,7 @@ class EnvManager:
                 if len(decision) > 0:
                     deciding[behavior_id].append((worker_id, decision))
             if result.env_stats:
-                stats = {k: [(v, _StatsAggregation(a)) for v, a in values] for k, values in result.env_stats.items()}
+                stats = {k: [(v, EnvStatAggregation(a)) for v, a in values] for k, values in result.env_stats.items()}
                 for runtime in self.runtimes.values():
                     runtime.manager.record_environment_stats(stats, worker_id)
         return deciding
@@ -230,11 +256,8 @@ class EnvManager:
             recurrent = runtime.policy.memory_size > 0
             if len(parts) == 1:
                 worker_id, decision = parts[0]
-                memories = runtime.manager.get_memories(worker_id, decision.agent_id) if recurrent else None
                 with self.timers.scope(POLICY_EVALUATE):
-                    info = runtime.policy.act(
-                        decision.obs, allowed_actions(decision, mask_width), decision.agent_id, memories
-                    )
+                    info = act_for_worker(runtime.policy, runtime.manager, worker_id, decision)
                 self._last_action[(worker_id, behavior_id)] = info
                 actions[worker_id][behavior_id] = info.env_actions
                 continue

@@ -47,7 +47,7 @@ from envs.workers import (
 from orchestration.controller import RunOutcome, TrainerController
 from orchestration.curriculum import Curriculum
 from orchestration.demo_recorder import DemoRecorder
-from orchestration.env_manager import EnvManager
+from orchestration.env_manager import EnvManager, StepSource
 from stats import (
     PerfStats,
     StatsHub,
@@ -76,7 +76,7 @@ class Run:
     options: RunOptions
     run_dir: Path
     controller: TrainerController
-    env_manager: EnvManager
+    env_manager: StepSource
     hub: StatsHub
     timers: Timers
 
@@ -184,7 +184,6 @@ def build_run(
     launch = environment_launch(options, run_dir, env_factory, bind_address, curriculum.values())
     if launch.is_editor:
         logger.info("Listening on port 5004. Start training by pressing the Play button in the Unity Editor.")
-    pool: EnvWorkerPool = SubprocessPool(launch, env.num_envs) if env.num_envs > 1 else InProcessPool(launch)
 
     def on_started() -> None:
         if cp.inference:
@@ -210,10 +209,26 @@ def build_run(
     restarts = RestartBudget(
         env.max_lifetime_restarts, env.restarts_rate_limit_n, float(env.restarts_rate_limit_period_s)
     )
-    recorder = DemoRecorder(record_demo) if record_demo is not None else None
-    manager = EnvManager(
-        pool, controller.create_runtime, restarts=restarts, perf=perf, timers=timers, recorder=recorder
-    )
+    manager: StepSource
+    if env.ray_address is not None:
+        from orchestration.ray_env_manager import RayEnvManager
+
+        manager = RayEnvManager(
+            launch,
+            env.num_envs,
+            controller.create_runtime,
+            address=env.ray_address,
+            policy_seed=env.seed + 1,
+            restarts=restarts,
+            perf=perf,
+            timers=timers,
+        )
+    else:
+        pool: EnvWorkerPool = SubprocessPool(launch, env.num_envs) if env.num_envs > 1 else InProcessPool(launch)
+        recorder = DemoRecorder(record_demo) if record_demo is not None else None
+        manager = EnvManager(
+            pool, controller.create_runtime, restarts=restarts, perf=perf, timers=timers, recorder=recorder
+        )
     return Run(options, run_dir, controller, manager, hub, timers)
 
 
@@ -231,6 +246,8 @@ def check_run(
     (``--check`` runs exactly this); returns the torch device to train on."""
     require_capabilities(options, registry.algorithms)
     check_environment(options, env_factory)
+    if options.env_settings.ray_address is not None:
+        check_ray(record_demo)
     check_results_dir(Path(options.checkpoint_settings.results_dir))
     if record_demo is not None:
         check_record_demo(Path(record_demo))
@@ -273,6 +290,23 @@ def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> No
             f"--env (env_settings.env_path): {env_path} does not exist (give the path to a "
             f"Unity build, builtin:<Name> for a built-in environment, python:module:function "
             f"for a Python BaseEnv factory, or no --env for the Editor)"
+        )
+
+
+def check_ray(record_demo: str | os.PathLike[str] | None) -> None:
+    """``--ray-address`` needs Ray installed, and runners that act where they are cannot
+    record demonstrations here."""
+    if record_demo is not None:
+        raise ConfigError(
+            "--record-demo with --ray-address: env runners act on their own nodes and only ship "
+            "trajectories, so there is nothing to record here; record without --ray-address"
+        )
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise ConfigError(
+            "--ray-address (env_settings.ray_address): Ray is not installed; install the extra with "
+            "pip install -c constraints.txt -e '.[ray]'"
         )
 
 

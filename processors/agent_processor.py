@@ -108,6 +108,16 @@ class AgentProcessor:
 
     # ------------------------------------------------------------------ public API
 
+    @property
+    def stats_reporter(self) -> StatsReporter:
+        """Where this processor reports episode and environment stats."""
+        return self._stats_reporter
+
+    @property
+    def max_trajectory_length(self) -> int:
+        """The time horizon: the most transitions in one trajectory."""
+        return self._max_trajectory_length
+
     def publish_trajectory_queue(self, trajectory_queue: AgentManagerQueue[Trajectory]) -> None:
         """Every trajectory from now on is also put on ``trajectory_queue``."""
         self._trajectory_queues.append(trajectory_queue)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import attrs
 import numpy as np
 import torch
 from mlagents_envs.base_env import ActionTuple, BehaviorSpec
@@ -71,16 +72,17 @@ class TorchPolicy:
     def inference_copy(self, *, seed: int, device: str | torch.device = "cpu") -> TorchPolicy:
         """A policy of the same kind with this one's current weights, acting from its own
         stream ``seed`` on ``device`` (the env manager's copy; the trainer keeps training this one)."""
-        copy = TorchPolicy(
+        return self.blueprint().build(seed=seed, device=device)
+
+    def blueprint(self) -> PolicyBlueprint:
+        """Everything another process needs to build this policy (picklable)."""
+        return PolicyBlueprint(
             self.behavior_spec,
             self.network_settings,
-            seed=seed,
-            device=device,
-            conditional_sigma=self.actor.conditional_sigma,
-            tanh_squash=self.actor.tanh_squash,
+            self.actor.conditional_sigma,
+            self.actor.tanh_squash,
+            self.get_weights(),
         )
-        copy.load_weights(self.get_weights())
-        return copy
 
     def reseed(self, seed: int) -> None:
         """Restart the stream of sampled actions from ``seed`` (weights unchanged)."""
@@ -188,3 +190,28 @@ class TorchPolicy:
     def load_weights(self, weights: Mapping[str, Tensor]) -> None:
         """Replace the actor's state with ``weights`` (from :meth:`get_weights`); strict."""
         self.actor.load_state_dict(dict(weights), strict=True)
+
+
+@attrs.frozen
+class PolicyBlueprint:
+    """A policy as plain data (spec, settings, head kind, CPU weights): how a Ray env runner
+    on another machine gets an equal policy to act with."""
+
+    behavior_spec: BehaviorSpec
+    network_settings: NetworkSettings
+    conditional_sigma: bool
+    tanh_squash: bool
+    weights: dict[str, Tensor]
+
+    def build(self, *, seed: int, device: str | torch.device = "cpu") -> TorchPolicy:
+        """A policy with these weights, sampling from its own stream ``seed``."""
+        policy = TorchPolicy(
+            self.behavior_spec,
+            self.network_settings,
+            seed=seed,
+            device=device,
+            conditional_sigma=self.conditional_sigma,
+            tanh_squash=self.tanh_squash,
+        )
+        policy.load_weights(self.weights)
+        return policy

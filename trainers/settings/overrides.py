@@ -26,6 +26,7 @@ CLI_DESTS: Mapping[str, tuple[str | None, str]] = {
     "env_args": ("env_settings", "env_args"),
     "base_port": ("env_settings", "base_port"),
     "num_envs": ("env_settings", "num_envs"),
+    "ray_address": ("env_settings", "ray_address"),
     "num_areas": ("env_settings", "num_areas"),
     "timeout_wait": ("env_settings", "timeout_wait"),
     "seed": ("env_settings", "seed"),

@@ -405,6 +405,13 @@ class EnvironmentSettings:
     max_lifetime_restarts: int = 10
     restarts_rate_limit_n: int = 1
     restarts_rate_limit_period_s: int = 60
+    _ray_address: str | None = attrs.field(default=None, alias="ray_address", metadata={NEWER_KEY: True})
+
+    @property
+    def ray_address(self) -> str | None:
+        """The Ray cluster the workers run on as env runners (``local``, ``auto`` or an
+        address); None: on this machine, without Ray (newer than ML-Agents 0.28)."""
+        return self._ray_address
 
     @property
     def timeout_wait(self) -> int:

@@ -319,6 +319,14 @@ def check_run_options(
             f"env_settings: num_envs ({env.num_envs}) must be 1 without env_path "
             "(the Unity Editor is a single environment; set env_path or --env)"
         )
+    if env.ray_address is not None:
+        if not env.ray_address.strip():
+            c.errors.append("env_settings.ray_address: must not be empty (local, auto, or the cluster's address)")
+        if env.env_path is None:
+            c.errors.append(
+                "env_settings.ray_address: env runners open their own environments; the Unity Editor "
+                "cannot be one (set env_path or --env)"
+            )
     c.require("env_settings.seed", env.seed, lambda v: v >= -1, "-1 (random) or >= 0")
     for name in ("max_lifetime_restarts", "restarts_rate_limit_n"):
         c.require(f"env_settings.{name}", getattr(env, name), lambda v: v >= -1, "-1 (unlimited) or >= 0")

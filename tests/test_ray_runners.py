@@ -1,0 +1,232 @@
+"""``--ray-address``: env runners as Ray actors on a simulated two-node cluster (Ray's own
+``cluster_utils.Cluster``, all on this machine): the runner makes exactly the trajectories the env
+manager makes, 3DBall learns across two nodes, a killed runner and a lost node are survived,
+and a run without ``--ray-address`` never imports Ray."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+
+import attrs
+import numpy as np
+import pytest
+
+from envs.workers import EnvLaunch, InProcessPool
+from orchestration.env_manager import BehaviorRuntime, EnvManager
+from orchestration.env_runner import EnvRunner
+from orchestration.run import build_run, check_run
+from processors import AgentManager, AgentManagerQueue
+from stats import StatsHub, StatsWriter
+from stats.tags import CUMULATIVE_REWARD, EPISODE_LENGTH
+from tests.support.learning import RewardLog, config
+from trainers.exceptions import ConfigError
+from trainers.policy import TorchPolicy
+from trainers.registry import TrainerRegistry
+from trainers.settings import NetworkSettings, RunOptions
+
+HORIZON = 16
+
+
+def drain(queue: AgentManagerQueue) -> list:
+    out = []
+    while True:
+        try:
+            out.append(queue.get_nowait())
+        except AgentManagerQueue.Empty:
+            return out
+
+
+def test_a_runner_makes_the_env_managers_trajectories_and_stats_exactly():
+    """Same environment, same policy weights and sampling stream: the runner, acting where it
+    is, publishes the trajectories (and episode stats, replayed) that the env manager would."""
+    launch = EnvLaunch(env_path="builtin:Basic", seed=3, num_areas=3)
+    hub = StatsHub()
+
+    def create_runtime(behavior_id, spec):
+        policy = TorchPolicy(spec, NetworkSettings(hidden_units=16), seed=11)
+        manager = AgentManager(policy, behavior_id, hub.reporter("direct"), HORIZON, threaded=False)
+        return BehaviorRuntime(manager, policy)
+
+    manager = EnvManager(InProcessPool(launch), create_runtime)
+    while manager.perf.env_steps_total() < 150:
+        manager.advance()
+    (behavior_id,) = manager.runtimes
+    expected = drain(manager.runtimes[behavior_id].manager.trajectory_queue)
+
+    runner = EnvRunner(launch, 0, 0, policy_seed=11)
+    first = runner.start()
+    assert first.fault is None and list(first.new_specs) == [behavior_id]
+    blueprint = TorchPolicy(first.new_specs[behavior_id].to_spec(), NetworkSettings(hidden_units=16), seed=11)
+    runner.add_behavior(behavior_id, blueprint.blueprint(), HORIZON)
+    batches = [runner.sample(50, 60.0) for _ in range(3)]
+    assert [b.env_steps for b in batches] == [50, 50, 50]
+    got = [t for b in batches for t in b.trajectories[behavior_id]]
+    assert len(got) == len(expected) > 10
+    for ours, theirs in zip(got, expected, strict=True):
+        for field in ("obs", "rewards", "discrete_actions", "discrete_log_probs", "done", "interrupted", "next_obs"):
+            a, b = getattr(ours, field), getattr(theirs, field)
+            if isinstance(a, (list, tuple)):
+                for x, y in zip(a, b, strict=True):
+                    np.testing.assert_array_equal(x, y, err_msg=field)
+            else:
+                np.testing.assert_array_equal(a, b, err_msg=field)
+    replayed = hub.reporter("replayed")
+    for b in batches:
+        for call in b.stats[behavior_id]:
+            replayed.add_stats(call.key, call.values, call.aggregation)
+    direct = hub.reporter("direct")
+    for tag in (CUMULATIVE_REWARD, EPISODE_LENGTH):
+        assert replayed.get_stats_summaries(tag).count == direct.get_stats_summaries(tag).count > 0
+        assert replayed.get_stats_summaries(tag).mean == pytest.approx(direct.get_stats_summaries(tag).mean)
+    rewards = np.concatenate([r for b in batches for r in b.episode_rewards[behavior_id]])
+    assert len(rewards) == direct.get_stats_summaries(CUMULATIVE_REWARD).count
+    runner.close()
+
+
+def test_refusals_before_any_work(tmp_path):
+    registry = TrainerRegistry.with_plugins()
+
+    def options(**env):
+        o = RunOptions()
+        o = attrs.evolve(o, env_settings=attrs.evolve(o.env_settings, **env))
+        return attrs.evolve(o, checkpoint_settings=attrs.evolve(o.checkpoint_settings, results_dir=str(tmp_path)))
+
+    with pytest.raises(ConfigError, match="--record-demo with --ray-address"):
+        check_run(options(env_path="builtin:3DBall", ray_address="local"), registry=registry, record_demo=tmp_path)
+    from trainers.settings.validate import check_run_options
+
+    report = check_run_options(options(ray_address="auto"))
+    assert any("the Unity Editor cannot be one" in e for e in report.errors), report.errors
+    report = check_run_options(options(env_path="builtin:3DBall", ray_address=" "))
+    assert any("env_settings.ray_address: must not be empty" in e for e in report.errors), report.errors
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_run_without_ray_address_never_imports_ray(tmp_path):
+    script = f"""
+import sys, attrs
+from orchestration.run import build_run
+from tests.support.learning import config
+from trainers.settings import RunOptions
+o = RunOptions(default_settings=config("Basic", max_steps=200, summary_freq=100))
+o = attrs.evolve(o, env_settings=attrs.evolve(o.env_settings, env_path="builtin:Basic", seed=1))
+o = attrs.evolve(o, checkpoint_settings=attrs.evolve(o.checkpoint_settings, results_dir={str(tmp_path)!r}))
+build_run(o, console=False).run()
+assert "ray" not in sys.modules, "ray was imported"
+print("no ray")
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "no ray" in result.stdout, result.stderr[-2000:]
+
+
+# ---------------------------------------------------------------- on a simulated cluster
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    """A head (2 CPUs: room to re-place a lost node's runner) and a second node (1 CPU) on this
+    machine (Ray's own simulated cluster, on this host's address), with small object stores."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    common = {"object_store_memory": 80 * 1024**2}
+    # a lost node is declared dead within about a second (Ray's default takes tens)
+    fast_health = {"health_check_period_ms": 200, "health_check_failure_threshold": 3}
+    head = {"num_cpus": 2, "include_dashboard": False, "_system_config": fast_health, **common}
+    cluster = Cluster(initialize_head=True, head_node_args=head)
+    worker = cluster.add_node(num_cpus=1, **common)
+    ray.init(address=cluster.address, log_to_driver=False)
+    yield cluster, worker
+    ray.shutdown()
+    cluster.shutdown()
+
+
+class NodeLog(StatsWriter):
+    """Calls ``act(step)`` once, at the first summary at or past ``at``."""
+
+    def __init__(self, at: int, act) -> None:
+        self.at, self.act, self.done = at, act, False
+
+    def write_stats(self, category, values, step):
+        if not self.done and step >= self.at:
+            self.done = True
+            threading.Thread(target=self.act, daemon=True).start()
+
+
+def ray_options(tmp_path, address: str, *, max_steps: int, run_id: str) -> RunOptions:
+    settings = config("3DBall", max_steps=max_steps, summary_freq=4_000, threaded=True)
+    settings = attrs.evolve(settings, hyperparameters=attrs.evolve(settings.hyperparameters, buffer_size=4_000))
+    o = RunOptions(behaviors={"3DBall": settings})
+    o = attrs.evolve(
+        o,
+        env_settings=attrs.evolve(
+            o.env_settings, env_path="builtin:3DBall", seed=1, num_envs=2, ray_address=address, timeout_wait=20
+        ),
+    )
+    return attrs.evolve(
+        o, checkpoint_settings=attrs.evolve(o.checkpoint_settings, results_dir=str(tmp_path), run_id=run_id)
+    )
+
+
+@pytest.mark.slow
+def test_3dball_learns_on_two_nodes_and_survives_a_killed_runner(tmp_path, two_nodes):
+    import ray
+
+    cluster, _ = two_nodes
+    log = RewardLog()
+    holder = {}
+
+    def kill_runner_0() -> None:
+        ray.kill(holder["run"].env_manager.runners[0].actor, no_restart=True)
+
+    killer = NodeLog(12_000, kill_runner_0)
+    run = build_run(
+        ray_options(tmp_path, cluster.address, max_steps=48_000, run_id="two"), writers=[log, killer], console=False
+    )
+    holder["run"] = run
+    nodes = set()
+
+    def where() -> None:  # which nodes the first runners landed on
+        while not run.env_manager.runners:
+            time.sleep(0.05)
+        nodes.update(ray.get([r.node for r in run.env_manager.runners.values()]))
+
+    watcher = threading.Thread(target=where, daemon=True)
+    watcher.start()
+    outcome = run.run()
+    watcher.join(5)
+    assert len(nodes) == 2  # spread over both nodes
+    assert killer.done and run.env_manager.restart_count == 1
+    assert outcome.steps["3DBall"] >= 48_000 and not outcome.interrupted
+    assert (tmp_path / "two" / "3DBall.onnx").exists()
+    assert log.rewards[-1] >= 3 * log.rewards[0] and log.rewards[-1] >= 4.0, log.curve  # random play: about 1.2
+
+
+@pytest.mark.slow
+def test_a_lost_node_is_reported_and_its_runner_placed_again(tmp_path, two_nodes, caplog):
+    import ray
+
+    cluster, worker = two_nodes
+    removed = threading.Event()
+    holder = {}
+
+    def remove_node() -> None:
+        runners = holder["run"].env_manager.runners.values()
+        holder["nodes"] = ray.get([r.node for r in runners])
+        cluster.remove_node(worker, allow_graceful=False)
+        removed.set()
+
+    trigger = NodeLog(4_000, remove_node)
+    run = build_run(
+        ray_options(tmp_path, cluster.address, max_steps=40_000, run_id="lost"), writers=[trigger], console=False
+    )
+    holder["run"] = run
+    with caplog.at_level("WARNING"):
+        outcome = run.run()
+    assert removed.is_set() and worker.node_id in holder["nodes"], holder
+    assert run.env_manager.restart_count >= 1
+    assert outcome.steps["3DBall"] >= 40_000
+    assert "was lost from the cluster" in caplog.text and "Restarting env runner[" in caplog.text
