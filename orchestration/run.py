@@ -32,6 +32,7 @@ from envs.parameters import ParameterValue
 from envs.unity import api_version as unity_api_version
 from envs.workers import (
     BUILTIN_PREFIX,
+    EXTERNAL_UNITY,
     LOOPBACK,
     PYTHON_PREFIX,
     EnvFactory,
@@ -184,6 +185,17 @@ def build_run(
     launch = environment_launch(options, run_dir, env_factory, bind_address, curriculum.values())
     if launch.is_editor:
         logger.info("Listening on port 5004. Start training by pressing the Play button in the Unity Editor.")
+    if launch.is_external_unity:
+        last = launch.port(env.num_envs - 1)
+        logger.info(
+            "Waiting %d s for %d Unity build(s) or Editor(s) you start to connect on %s port(s) %d%s "
+            "(in a build: --mlagents-port; in the Editor: press Play)",
+            launch.timeout_wait,
+            env.num_envs,
+            bind_address,
+            launch.base_port,
+            f"-{last}" if last != launch.base_port else "",
+        )
 
     def on_started() -> None:
         if cp.inference:
@@ -271,6 +283,8 @@ def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> No
         if num_envs > 1:
             raise ConfigError("--num-envs greater than 1 needs --env (a build): the Editor is one environment")
         return
+    if env_path == EXTERNAL_UNITY:
+        return
     if env_path.startswith(BUILTIN_PREFIX):
         name = env_path[len(BUILTIN_PREFIX) :]
         if name not in available():
@@ -289,7 +303,8 @@ def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> No
         raise ConfigError(
             f"--env (env_settings.env_path): {env_path} does not exist (give the path to a "
             f"Unity build, builtin:<Name> for a built-in environment, python:module:function "
-            f"for a Python BaseEnv factory, or no --env for the Editor)"
+            f"for a Python BaseEnv factory, {EXTERNAL_UNITY} for builds you start yourself, or no "
+            f"--env for the Editor)"
         )
 
 

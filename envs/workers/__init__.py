@@ -6,6 +6,7 @@ from envs.workers.faults import RestartBudget, classify_error
 from envs.workers.launch import (
     BUILTIN_PREFIX,
     EDITOR_PORT,
+    EXTERNAL_UNITY,
     LOOPBACK,
     PYTHON_PREFIX,
     EnvFactory,
@@ -23,6 +24,7 @@ from envs.workers.subprocess_pool import SubprocessPool
 __all__ = [
     "BUILTIN_PREFIX",
     "EDITOR_PORT",
+    "EXTERNAL_UNITY",
     "LOOPBACK",
     "PYTHON_PREFIX",
     "EnvFactory",

@@ -19,6 +19,9 @@ from envs.parameters import ParameterValue
 
 BUILTIN_PREFIX = "builtin:"
 PYTHON_PREFIX = "python:"
+# Builds or Editors the user starts (on this or other hosts): worker i waits for one to connect
+# on base_port + i instead of launching it, and again after it quits.
+EXTERNAL_UNITY = "external-unity"
 EDITOR_PORT = 5004
 LOOPBACK = "127.0.0.1"
 
@@ -73,6 +76,10 @@ class EnvLaunch:
     @property
     def is_editor(self) -> bool:
         return self.env_path is None and self.env_factory is None
+
+    @property
+    def is_external_unity(self) -> bool:
+        return self.env_factory is None and self.env_path == EXTERNAL_UNITY
 
     def port(self, worker_id: int) -> int:
         return EDITOR_PORT if self.is_editor else self.base_port + worker_id
@@ -224,16 +231,18 @@ def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
     stats_channel = StatsSideChannel()
     no_graphics = launch.no_graphics or (launch.no_graphics_monitor and worker_id > 0)
     editor = launch.is_editor
+    external = launch.is_external_unity
     env = UnityEnvironment(
-        file_name=launch.env_path,
-        worker_id=0 if editor else worker_id,
-        base_port=EDITOR_PORT if editor else launch.base_port,
+        file_name=None if external else launch.env_path,
+        # a build started by the user connects as the Editor does, on its worker's own port
+        worker_id=0 if editor or external else worker_id,
+        base_port=EDITOR_PORT if editor else launch.port(worker_id) if external else launch.base_port,
         seed=seed,
         no_graphics=no_graphics,
         timeout_wait=int(max(1, round(launch.timeout_wait))),
         additional_args=list(launch.env_args),
         side_channels=[engine_channel, parameters_channel, stats_channel],
-        log_folder=None if editor else launch.log_folder,
+        log_folder=None if editor or external else launch.log_folder,
         num_areas=launch.num_areas,
         bind_address=launch.bind_address,
     )
