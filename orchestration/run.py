@@ -32,6 +32,7 @@ from envs.parameters import ParameterValue
 from envs.unity import api_version as unity_api_version
 from envs.workers import (
     BUILTIN_PREFIX,
+    EXTERNAL_PREFIX,
     LOOPBACK,
     PYTHON_PREFIX,
     EnvFactory,
@@ -42,12 +43,14 @@ from envs.workers import (
     RestartBudget,
     SubprocessPool,
     check_factory,
+    external_port,
     resolve_factory,
 )
 from orchestration.controller import RunOutcome, TrainerController
 from orchestration.curriculum import Curriculum
 from orchestration.demo_recorder import DemoRecorder
 from orchestration.env_manager import EnvManager
+from orchestration.external import OnnxModels, external_pool
 from stats import (
     PerfStats,
     StatsHub,
@@ -119,6 +122,7 @@ def build_run(
     stop: threading.Event | None = None,
     bind_address: str = LOOPBACK,
     record_demo: str | os.PathLike[str] | None = None,
+    server_token: str | None = None,
 ) -> Run:
     """Check everything, then lay out the results folder and wire the run.
 
@@ -129,7 +133,8 @@ def build_run(
     plugins. stop: set it to end the run cleanly (the CLI's Ctrl-C). bind_address: where the
     Unity connection listens. record_demo (``--record-demo``): a folder to record every
     behavior's experience in, as ``<Behavior>.demo`` (complete when the run ends, however it
-    ends).
+    ends). server_token (``--server-token``): the secret policy clients of ``external:PORT``
+    must send.
     """
     registry = registry if registry is not None else TrainerRegistry.with_plugins()
     device = check_run(options, registry=registry, env_factory=env_factory, record_demo=record_demo)
@@ -182,9 +187,15 @@ def build_run(
         options.environment_parameters, run_seed=env.seed, status=status, resume=cp.resume or cp.inference
     )
     launch = environment_launch(options, run_dir, env_factory, bind_address, curriculum.values())
+    launch = attrs.evolve(launch, server_token=server_token)
     if launch.is_editor:
         logger.info("Listening on port 5004. Start training by pressing the Play button in the Unity Editor.")
-    pool: EnvWorkerPool = SubprocessPool(launch, env.num_envs) if env.num_envs > 1 else InProcessPool(launch)
+    models = OnnxModels() if launch.is_external else None
+    pool: EnvWorkerPool
+    if models is not None:
+        pool = external_pool(launch, models)
+    else:
+        pool = SubprocessPool(launch, env.num_envs) if env.num_envs > 1 else InProcessPool(launch)
 
     def on_started() -> None:
         if cp.inference:
@@ -214,6 +225,8 @@ def build_run(
     manager = EnvManager(
         pool, controller.create_runtime, restarts=restarts, perf=perf, timers=timers, recorder=recorder
     )
+    if models is not None:
+        models.attach(manager.runtimes)
     return Run(options, run_dir, controller, manager, hub, timers)
 
 
@@ -260,6 +273,17 @@ def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> No
             raise ConfigError(
                 f"--env (env_settings.env_path): unknown built-in environment {name!r}; "
                 f"available: {', '.join(BUILTIN_PREFIX + n for n in available())}"
+            )
+        return
+    if env_path.startswith(EXTERNAL_PREFIX):
+        try:
+            external_port(env_path)
+        except ValueError as error:
+            raise ConfigError(f"--env (env_settings.env_path): {error}") from None
+        if num_envs > 1:
+            raise ConfigError(
+                f"--num-envs (env_settings.num_envs) {num_envs} with --env {env_path}: the policy server is one "
+                "environment (its clients are the parallel simulators); leave --num-envs at 1"
             )
         return
     if env_path.startswith(PYTHON_PREFIX):

@@ -6,6 +6,7 @@ from envs.workers.faults import RestartBudget, classify_error
 from envs.workers.launch import (
     BUILTIN_PREFIX,
     EDITOR_PORT,
+    EXTERNAL_PREFIX,
     LOOPBACK,
     PYTHON_PREFIX,
     EnvFactory,
@@ -13,6 +14,7 @@ from envs.workers.launch import (
     EnvLaunch,
     OpenEnv,
     check_factory,
+    external_port,
     open_environment,
     resolve_factory,
 )
@@ -23,6 +25,7 @@ from envs.workers.subprocess_pool import SubprocessPool
 __all__ = [
     "BUILTIN_PREFIX",
     "EDITOR_PORT",
+    "EXTERNAL_PREFIX",
     "LOOPBACK",
     "PYTHON_PREFIX",
     "EnvFactory",
@@ -40,6 +43,7 @@ __all__ = [
     "WorkerResult",
     "check_factory",
     "classify_error",
+    "external_port",
     "open_environment",
     "resolve_factory",
 ]
