@@ -57,7 +57,8 @@ class PolicyClient:
     address: ``"host:port"``. observation_shapes: one shape per sensor (the first client of
     a behavior declares them with the action spec; later ones must match). token: the
     server's ``--server-token`` (default: the ``AGENTS_LEARN_SERVER_TOKEN`` environment
-    variable). timeout_s: the longest to wait for a reply.
+    variable). timeout_s: the longest to wait for a reply. connect_timeout_s: how long to keep
+    trying while nothing listens yet (the run is starting).
     """
 
     def __init__(
@@ -71,6 +72,7 @@ class PolicyClient:
         token: str | None = None,
         *,
         timeout_s: float = 120.0,
+        connect_timeout_s: float = 30.0,
         refresh_s: float = 10.0,
         flush_steps: int = 64,
     ) -> None:
@@ -88,7 +90,7 @@ class PolicyClient:
         self.refresh_s = refresh_s
         self.flush_steps = flush_steps
         self._lock = threading.RLock()
-        self._sock = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s)
+        self._sock = _connect(host.strip("[]"), int(port), timeout_s, connect_timeout_s)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._steps: dict[str, _Steps] = {}
         self._session: Any = None
@@ -297,6 +299,20 @@ class PolicyClient:
             if n == 0:
                 return
         self._request(header, arrays)
+
+
+def _connect(host: str, port: int, timeout_s: float, connect_timeout_s: float) -> socket.socket:
+    """A connection to the server, retried while it refuses (not listening yet)."""
+    deadline = time.monotonic() + connect_timeout_s
+    while True:
+        try:
+            return socket.create_connection((host, port), timeout=timeout_s)
+        except ConnectionRefusedError:
+            if time.monotonic() >= deadline:
+                raise ConnectionRefusedError(
+                    f"nothing listens on {host}:{port} (waited {connect_timeout_s:.0f} s): is the run started with --env external:{port}?"
+                ) from None
+            time.sleep(0.2)
 
 
 def _obs_arrays(prefix: str, obs: list[np.ndarray]) -> dict[str, np.ndarray]:

@@ -84,6 +84,7 @@ class _Episode:
     episode_id: str
     agent_id: int
     behavior: str
+    owner: _Session  # the connection that started it: its queued steps are bounded
     last_heard: float
     events: deque[_Event] = attrs.field(factory=deque)
     reward: float = 0.0  # logged since the last queued step
@@ -175,8 +176,9 @@ class PolicyServerEnv(BaseEnv):
     heard from this long ends as interrupted. step_wait_s: the longest a step waits for
     a pending step (then it returns none). gather_s: after the first pending step, how long
     to wait for the clients just answered to send their next ones (bigger batches).
-    max_frame_bytes: the largest request. max_queued_steps: steps one episode may have
-    waiting (``log_steps`` waits while more are queued). reply_timeout_s: the longest a
+    max_frame_bytes: the largest request. max_queued_steps: steps the episodes of one
+    connection may have waiting (``log_steps`` waits while more are queued, so a
+    local-inference client runs at most that far ahead of the trainer). reply_timeout_s: the longest a
     client is kept waiting for an action or a model.
     """
 
@@ -192,7 +194,7 @@ class PolicyServerEnv(BaseEnv):
         step_wait_s: float = 0.5,
         gather_s: float = 0.002,
         max_frame_bytes: int = wire.DEFAULT_MAX_FRAME_BYTES,
-        max_queued_steps: int = 4096,
+        max_queued_steps: int = 1024,
         reply_timeout_s: float = 60.0,
         model_source: ModelSource | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -317,6 +319,7 @@ class PolicyServerEnv(BaseEnv):
             for episode, event in snapshot.decisions:
                 if event.waiting and event.action is None:
                     episode.events.appendleft(event)
+                    episode.owner.queued += 1
         self._snapshots = {}
 
     def _has_pending(self) -> bool:
@@ -335,6 +338,7 @@ class PolicyServerEnv(BaseEnv):
                 "Episode %s not heard from for %.0f s: ended as interrupted", episode.episode_id, self.idle_timeout_s
             )
             episode.events.append(_Event(_Kind.TERMINAL, episode.last_obs, episode.reward, interrupted=True))
+            episode.owner.queued += 1
             episode.reward = 0.0
 
     def _take_snapshot(self) -> None:
@@ -345,6 +349,7 @@ class PolicyServerEnv(BaseEnv):
             if not episode.events:
                 continue
             event = episode.events.popleft()
+            episode.owner.queued -= 1
             decisions, terminals = by_behavior[episode.behavior]
             if event.kind is _Kind.DECISION:
                 decisions.append((episode, event))
@@ -526,18 +531,20 @@ class PolicyServerEnv(BaseEnv):
         return np.clip(continuous, -1.0, 1.0).astype(np.float32), np.array(discrete, np.int32)
 
     def _queue(self, episode: _Episode, event: _Event) -> None:
-        """Append ``event`` (lock held), waiting while the episode has too many queued."""
+        """Append ``event`` (lock held), waiting while its connection has too many queued."""
         deadline = self._clock() + self.reply_timeout_s
-        while len(episode.events) >= self.max_queued_steps and not self._closed:
+        owner = episode.owner
+        while owner.queued >= self.max_queued_steps and not self._closed:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise RequestError(
-                    f"episode {episode.episode_id!r}: {len(episode.events)} steps still queued after {self.reply_timeout_s:.0f} s"
+                    f"{owner.queued} steps of this connection still queued after {self.reply_timeout_s:.0f} s"
                 )
             self._cond.wait(remaining)
         if self._closed:
             raise RequestError("the server is shutting down")
         episode.events.append(event)
+        owner.queued += 1
         self._answered.discard(episode.episode_id)
         episode.last_obs = event.obs
         episode.last_heard = self._clock()
@@ -553,7 +560,9 @@ class PolicyServerEnv(BaseEnv):
                 )
             episode_id = secrets.token_hex(8)
             assert session.behavior is not None
-            self._episodes[episode_id] = _Episode(episode_id, self._next_agent_id, session.behavior, self._clock())
+            self._episodes[episode_id] = _Episode(
+                episode_id, self._next_agent_id, session.behavior, session, self._clock()
+            )
             self._next_agent_id += 1
         return {"episode_id": episode_id}, {}
 
@@ -723,6 +732,7 @@ class _Session:
 
     behavior: str | None = None
     spec: ClientSpec | None = None
+    queued: int = 0  # steps of its episodes waiting to be taken
 
 
 class _TCPServer(socketserver.ThreadingTCPServer):
