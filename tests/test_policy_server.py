@@ -19,6 +19,7 @@ from mlagents_envs.base_env import ActionTuple
 from envs.external import PolicyClient, PolicyServerEnv, PolicyServerError, wire
 from envs.workers import InProcessPool, OpenEnv
 from orchestration.env_manager import BehaviorRuntime, EnvManager
+from orchestration.external import OnnxModels
 from processors import AgentManager
 from stats import StatsReporter
 from trainers.policy import TorchPolicy
@@ -245,8 +246,8 @@ def drive(manager: EnvManager, script, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
     while thread.is_alive() and time.monotonic() < deadline:
         manager.advance(0.0)
-    manager.advance(0.0)  # the last queued steps
-    manager.advance(0.0)
+    for _ in range(8):  # the steps still queued (a local client's arrive all at its episode's end)
+        manager.advance(0.0)
     thread.join(timeout=1)
     if errors:
         raise errors[0]
@@ -324,3 +325,47 @@ def test_logged_actions_are_recorded_with_the_policys_log_probs():
     assert np.allclose(trajectory.continuous_log_probs, cont_lp.numpy(), atol=1e-6)
     assert np.allclose(trajectory.discrete_log_probs, disc_lp.numpy(), atol=1e-6)
     assert trajectory.done.tolist() == [False, True]
+
+
+def test_local_inference_steps_replay_as_the_clients_actions():
+    env = PolicyServerEnv(0, step_wait_s=0.02)
+    manager, runtimes = manager_for(env)
+    models = OnnxModels()
+    models.attach(manager.runtimes)
+    env.serve_models(models)
+    observations = [np.array([t, 1 - t], np.float32) for t in range(3)]
+    taken: list[tuple[np.ndarray, np.ndarray]] = []
+    versions: list[int] = []
+
+    def script() -> None:
+        c = PolicyClient(
+            env.address, "Walker", [(2,)], continuous_size=1, discrete_branches=(3,), inference="local", refresh_s=0.0
+        )
+        episode = c.start_episode()
+        for t, obs in enumerate(observations):
+            if t == 2:
+                runtimes["Walker"].weights_version += 1  # as if the trainer published new weights
+            taken.append(c.get_action(episode, [obs]))
+            versions.append(c.model_version)
+            c.log_returns(episode, t + 1.0)
+        c.end_episode(episode, [np.full(2, 7, np.float32)])
+        c.close()
+
+    try:
+        drive(manager, script)
+        trajectory = runtimes["Walker"].manager.trajectory_queue.get_nowait()
+    finally:
+        manager.close()
+    assert versions == [0, 0, 1]  # re-fetched only when the version changed
+    assert np.array_equal(trajectory.obs[0], np.stack(observations))
+    assert trajectory.rewards.tolist() == [1.0, 2.0, 3.0] and trajectory.done.tolist() == [False, False, True]
+    continuous = np.stack([c for c, _ in taken])
+    discrete = np.stack([d for _, d in taken])
+    assert np.allclose(trajectory.continuous_actions, 3 * continuous) and np.abs(continuous).max() <= 1
+    assert np.array_equal(trajectory.discrete_actions, discrete)
+    with torch.no_grad():
+        cont_lp, disc_lp, _ = runtimes["Walker"].policy.actor.evaluate_actions(
+            [torch.as_tensor(np.stack(observations))], None, torch.as_tensor(3 * continuous), torch.as_tensor(discrete)
+        )
+    assert np.allclose(trajectory.continuous_log_probs, cont_lp.numpy(), atol=1e-5)
+    assert np.allclose(trajectory.discrete_log_probs, disc_lp.numpy(), atol=1e-5)

@@ -118,6 +118,11 @@ class PolicyClient:
             self._sock.close()
             raise
 
+    @property
+    def model_version(self) -> int:
+        """The version of the policy local inference acts with (-1: none fetched; remote: -1)."""
+        return self._model_version
+
     # ------------------------------------------------------------ the verbs
 
     def start_episode(self) -> str:

@@ -220,7 +220,7 @@ class PolicyServerEnv(BaseEnv):
         self._answered: set[str] = set()  # episodes answered last step, likely to send again soon
         self._model_requests: set[str] = set()
         self._models: dict[str, tuple[int, bytes] | str] = {}  # behavior -> (version, bytes) or an error
-        self._connections = 0
+        self._connections: set[socket.socket] = set()
         self._server = _TCPServer((bind_address, port), _Handler, self)
         self._thread = threading.Thread(target=self._server.serve_forever, name="policy-server", daemon=True)
         self._thread.start()
@@ -277,6 +277,12 @@ class PolicyServerEnv(BaseEnv):
                 return
             self._closed = True
             self._cond.notify_all()
+            connections = list(self._connections)
+        for sock in connections:  # clients between requests learn at once that the run is over
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5.0)
@@ -428,6 +434,8 @@ class PolicyServerEnv(BaseEnv):
 
     def reply(self, session: _Session, message: wire.Message) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The reply to one request; RequestError for a refused one."""
+        if self._closed:
+            raise RequestError("the server has shut down (the run is over)")
         header, arrays = message
         verb = header.get("verb")
         if verb == "hello":
@@ -693,16 +701,16 @@ class PolicyServerEnv(BaseEnv):
 
     # ------------------------------------------------------------ connections
 
-    def _admit(self) -> bool:
+    def _admit(self, sock: socket.socket) -> bool:
         with self._cond:
-            if self._connections >= self.max_connections or self._closed:
+            if len(self._connections) >= self.max_connections or self._closed:
                 return False
-            self._connections += 1
+            self._connections.add(sock)
             return True
 
-    def _leave(self) -> None:
+    def _leave(self, sock: socket.socket) -> None:
         with self._cond:
-            self._connections -= 1
+            self._connections.discard(sock)
 
 
 def _finite(value: Any, where: str) -> float:
@@ -753,14 +761,14 @@ class _Handler(socketserver.BaseRequestHandler):
         env = self.server.env
         sock: socket.socket = self.request
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if not env._admit():
+        if not env._admit(sock):
             self._send(sock, wire.error_frame(f"too many connections (the most is {env.max_connections})"))
             return
         session = _Session()
         try:
             while True:
                 try:
-                    payload = wire.read_frame(sock, env.max_frame_bytes)
+                    payload = wire.read_frame(sock, env.max_frame_bytes, body_timeout_s=env.reply_timeout_s)
                 except wire.FrameTooLarge as error:
                     self._send(sock, wire.error_frame(f"{error}; closing the connection"))
                     return
@@ -779,7 +787,7 @@ class _Handler(socketserver.BaseRequestHandler):
         except OSError:  # the client went away mid-frame
             return
         finally:
-            env._leave()
+            env._leave(sock)
 
     @staticmethod
     def _send(sock: socket.socket, frame: bytes) -> bool:

@@ -181,16 +181,26 @@ def _read_array(d: Any, i: int, data: memoryview) -> tuple[str, np.ndarray, tupl
     return name, array, (offset, end)
 
 
-def read_frame(sock: socket.socket, max_bytes: int) -> bytes | None:
+def read_frame(sock: socket.socket, max_bytes: int, body_timeout_s: float | None = None) -> bytes | None:
     """The next frame's payload, or None if the peer closed the connection between frames.
-    FrameTooLarge for a frame over ``max_bytes``; ConnectionError if it closes mid-frame."""
+    FrameTooLarge for a frame over ``max_bytes``; ConnectionError if it closes mid-frame.
+    ``body_timeout_s``: once a frame has begun, the longest its remaining bytes may take
+    (TimeoutError after; the socket's own timeout applies between frames)."""
     prefix = _read_exact(sock, _U32.size, allow_eof=True)
     if prefix is None:
         return None
     (length,) = _U32.unpack(prefix)
     if length > max_bytes:
         raise FrameTooLarge(f"frame of {length} bytes is over the limit of {max_bytes} bytes")
-    payload = _read_exact(sock, length, allow_eof=False)
+    if body_timeout_s is None:
+        payload = _read_exact(sock, length, allow_eof=False)
+    else:
+        previous = sock.gettimeout()
+        sock.settimeout(body_timeout_s)
+        try:
+            payload = _read_exact(sock, length, allow_eof=False)
+        finally:
+            sock.settimeout(previous)
     assert payload is not None
     return payload
 
