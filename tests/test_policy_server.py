@@ -215,6 +215,18 @@ def test_open_episodes_are_capped():
         env.close()
 
 
+def test_clients_learn_at_once_that_the_run_is_over():
+    env = PolicyServerEnv(0)
+    c = client(env.address, token=None)
+    episode = c.start_episode()
+    env.close()
+    start = time.monotonic()
+    with pytest.raises((ConnectionError, PolicyServerError)):
+        c.log_returns(episode, 1.0)
+    assert time.monotonic() - start < 2.0
+    c.close()
+
+
 # ---------------------------------------------------------------- into the processor
 
 

@@ -259,7 +259,11 @@ class PolicyClient:
     def _infer(self, obs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         feed = {}
         for i, o in enumerate(obs):
-            feed[f"obs_{i}"] = (o.transpose(2, 0, 1) if o.ndim == 3 else o)[None]  # images: HWC -> CHW
+            if o.ndim == 3:
+                o = o.transpose(2, 0, 1)  # images: HWC -> CHW
+            elif o.ndim == 2:
+                o = o.reshape(o.shape[1], o.shape[0]).T  # entities: the feature-major layout the graph reads
+            feed[f"obs_{i}"] = o[None]
         if self.discrete_branches:
             feed["action_masks"] = np.ones((1, sum(self.discrete_branches)), np.float32)
         names = []

@@ -137,16 +137,24 @@ class ClientSpec:
         return None
 
     def to_behavior_spec(self) -> BehaviorSpec:
+        """As Unity's sensors declare them: rank 1 a vector, rank 2 a variable-length list of
+        entities (a BufferSensor: all-zero rows are absent), rank 3 an H x W x C image."""
         sensors = [
-            ObservationSpec(
-                shape,
-                tuple(DimensionProperty.UNSPECIFIED for _ in shape),
-                ObservationType.DEFAULT,
-                f"obs_{i}",
-            )
+            ObservationSpec(shape, _DIMENSIONS[len(shape)], ObservationType.DEFAULT, f"obs_{i}")
             for i, shape in enumerate(self.observation_shapes)
         ]
         return BehaviorSpec(sensors, ActionSpec(self.continuous_size, self.discrete_branches))
+
+
+_DIMENSIONS = {
+    1: (DimensionProperty.NONE,),
+    2: (DimensionProperty.VARIABLE_SIZE, DimensionProperty.NONE),
+    3: (
+        DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,
+        DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,
+        DimensionProperty.NONE,
+    ),
+}
 
 
 def _is_int(value: Any) -> bool:

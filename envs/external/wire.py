@@ -29,7 +29,9 @@ connection stays usable unless the frame itself could not be read).
 verb                  request fields (arrays)                                  reply fields (arrays)
 ====================  ======================================================  ========================
 ``hello``             ``protocol`` 1, ``behavior`` (name), ``spec``:            ``behavior_id``
-                      ``{"observation_shapes": [[int...]...],
+                      ``{"observation_shapes": [[int...]...]`` (rank 1: a
+                      vector; 2: [max_entities, entity_size], all-zero rows
+                      absent; 3: an [H, W, C] image),
                       "continuous_size": int, "discrete_branches": [int...]}``,
                       ``token`` (when the server has one). First request on
                       every connection; later requests act on this behavior.
