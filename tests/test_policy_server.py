@@ -14,6 +14,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mlagents_envs.base_env import ActionTuple
 
 from envs.external import PolicyClient, PolicyServerEnv, PolicyServerError, wire
@@ -114,6 +116,26 @@ def test_frames_round_trip_every_dtype():
         assert decoded[name].dtype == array.dtype and np.array_equal(decoded[name], array)
 
 
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["float32", "int32", "uint8"]), st.lists(st.integers(0, 4), min_size=0, max_size=3)),
+        max_size=5,
+    ),
+    st.dictionaries(st.text(min_size=1, max_size=8).filter(lambda k: k != "arrays"), st.integers() | st.text()),
+)
+def test_any_arrays_and_header_round_trip(specs, header):
+    rng = np.random.default_rng(0)
+    arrays = {f"a{i}": (rng.random(shape) * 100).astype(dtype) for i, (dtype, shape) in enumerate(specs)}
+    frame = wire.encode(header, arrays)
+    decoded_header, decoded = wire.decode(frame[4:])
+    assert decoded_header == header
+    assert decoded.keys() == arrays.keys()
+    for name, array in arrays.items():
+        assert decoded[name].dtype == array.dtype and decoded[name].shape == array.shape
+        assert np.array_equal(decoded[name], array)
+
+
 @pytest.mark.parametrize(
     ("payload", "problem"),
     [
@@ -145,6 +167,8 @@ def test_array_descriptors_are_checked():
                 '{"name":"b","dtype":"float32","shape":[1],"offset":4}',
             )
         )
+    with pytest.raises(wire.WireError, match="lie outside"):
+        wire.decode(header('{"name":"a","dtype":"int32","shape":[4294967296,4294967296,4294967296,4],"offset":0}'))
     with pytest.raises(wire.WireError, match="'shape' must be"):
         wire.decode(header('{"name":"a","dtype":"uint8","shape":[-1],"offset":0}'))
 

@@ -65,6 +65,7 @@ server's idle timeout is ended as interrupted (its last observation bootstraps).
 from __future__ import annotations
 
 import json
+import math
 import socket
 import struct
 from collections.abc import Mapping
@@ -175,7 +176,7 @@ def _read_array(d: Any, i: int, data: memoryview) -> tuple[str, np.ndarray, tupl
     if not isinstance(offset, int) or isinstance(offset, bool) or offset < 0:
         raise WireError(f"{where}: 'offset' must be a non-negative integer, got {offset!r}")
     np_dtype = DTYPES[dtype]
-    nbytes = int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize
+    nbytes = math.prod(shape) * np_dtype.itemsize  # exact: a huge shape cannot wrap around
     end = offset + nbytes
     if end > len(data):
         raise WireError(f"{where}: bytes {offset}..{end} lie outside the {len(data)} data bytes")
