@@ -200,8 +200,12 @@ class PolicyClient:
         self, header: dict[str, Any], arrays: dict[str, np.ndarray] | None = None
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         with self._lock:
-            self._sock.sendall(wire.encode(header, arrays))
-            payload = wire.read_frame(self._sock, _MAX_REPLY_BYTES)
+            try:
+                self._sock.sendall(wire.encode(header, arrays))
+                payload = wire.read_frame(self._sock, _MAX_REPLY_BYTES)
+            except OSError:  # a timeout or a broken connection: a late reply must not answer the next request
+                self._sock.close()
+                raise
         if payload is None:
             raise ConnectionError("the policy server closed the connection")
         reply, reply_arrays = wire.decode(payload)
