@@ -2,9 +2,10 @@
 concurrent clients (separate processes, remote inference: one round trip per step) on
 ML-Agents' SimpleEnvironment task driven from outside (1 float observation, 1 continuous
 action, episodes of at most 20 decisions), through the real env manager, processor and a
-TorchPolicy (1 x 32 hidden, 1 torch thread); no trainer. Prints one JSON object.
+TorchPolicy (1 x 32 hidden, 1 torch thread); no trainer. Also local inference (ONNX in the
+client, steps sent in batches of 64) for ``--local-clients``. Prints one JSON object.
 
-    .venv/bin/python benchmarks/policy_server.py [--seconds 3.0] [--clients 1 4 16]
+    .venv/bin/python benchmarks/policy_server.py [--seconds 3.0] [--clients 1 4 16] [--local-clients 4]
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ import platform
 import time
 
 
-def client_process(address: str, seconds: float, seed: int) -> None:
+def client_process(address: str, seconds: float, seed: int, inference: str) -> None:
     """One simulator: episodes as fast as the server answers, for ``seconds``."""
     import numpy as np
 
     from envs.external import PolicyClient, PolicyServerError
 
     rng = np.random.default_rng(seed)
-    client = PolicyClient(address, "Simple", [(1,)], continuous_size=1)
+    client = PolicyClient(address, "Simple", [(1,)], continuous_size=1, inference=inference)
     end = time.monotonic() + seconds
     try:
         while time.monotonic() < end:
@@ -45,7 +46,7 @@ def client_process(address: str, seconds: float, seed: int) -> None:
         client.close()
 
 
-def measure(clients: int, seconds: float) -> dict[str, float]:
+def measure(clients: int, seconds: float, inference: str = "remote") -> dict[str, float]:
     """Agent steps/s (and env steps/s: server steps, each a batch) over ``seconds`` after a
     one-second warm-up, with ``clients`` client processes."""
     import torch
@@ -53,6 +54,7 @@ def measure(clients: int, seconds: float) -> dict[str, float]:
     from envs.external import PolicyServerEnv
     from envs.workers import InProcessPool, OpenEnv
     from orchestration.env_manager import BehaviorRuntime, EnvManager
+    from orchestration.external import OnnxModels
     from processors import AgentManager, AgentManagerQueue
     from stats import StatsReporter
     from trainers.policy import TorchPolicy
@@ -69,8 +71,13 @@ def measure(clients: int, seconds: float) -> dict[str, float]:
         return runtimes[behavior_id]
 
     manager = EnvManager(InProcessPool(opener=lambda worker_id: OpenEnv(env, dict)), create)
+    models = OnnxModels()
+    models.attach(manager.runtimes)
+    env.serve_models(models)
     context = multiprocessing.get_context("spawn")
-    processes = [context.Process(target=client_process, args=(env.address, seconds + 3.0, i)) for i in range(clients)]
+    processes = [
+        context.Process(target=client_process, args=(env.address, seconds + 3.0, i, inference)) for i in range(clients)
+    ]
     for process in processes:
         process.start()
 
@@ -110,18 +117,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--local-clients", type=int, nargs="*", default=[4])
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     results = {str(n): measure(n, args.seconds) for n in args.clients}
+    local = {str(n): measure(n, args.seconds, "local") for n in args.local_clients}
     print(
         json.dumps(
             {
                 "benchmark": "policy_server",
-                "inference": "remote",
+                "inference": "remote (clients); local (local_inference_clients)",
                 "seconds": args.seconds,
                 "cpus": os.cpu_count(),
                 "python": platform.python_version(),
                 "clients": results,
+                "local_inference_clients": local,
             },
             indent=2,
         )
