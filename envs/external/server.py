@@ -230,7 +230,9 @@ class PolicyServerEnv(BaseEnv):
         self._models: dict[str, tuple[int, bytes] | str] = {}  # behavior -> (version, bytes) or an error
         self._connections: set[socket.socket] = set()
         self._server = _TCPServer((bind_address, port), _Handler, self)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="policy-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="policy-server", daemon=True
+        )
         self._thread.start()
         logger.info("Policy server listening on %s", self.address)
 
