@@ -54,6 +54,11 @@ logger = logging.getLogger(__name__)
 
 ModelSource = Callable[[str], tuple[int, bytes]]
 LOOPBACK = "127.0.0.1"
+# Bounds on a declared spec, so no client can make the run build a network it cannot hold.
+MAX_SENSORS = 32
+MAX_OBS_VALUES = 1 << 22  # per observation: a 1024 x 1024 x 4 image
+MAX_ACTIONS = 1024  # continuous size, number of branches, choices per branch
+MAX_BEHAVIORS = 64
 
 
 class RequestError(ValueError):
@@ -126,6 +131,21 @@ class ClientSpec:
             raise RequestError(f"hello: spec.discrete_branches must be a list of positive integers, got {branches!r}")
         if continuous == 0 and not branches:
             raise RequestError("hello: spec declares no action (continuous_size 0 and no discrete_branches)")
+        too_big = [
+            f"{len(shapes)} observations (the most is {MAX_SENSORS})" if len(shapes) > MAX_SENSORS else "",
+            *(
+                f"observation {i} of {math.prod(s)} values (the most is {MAX_OBS_VALUES})"
+                for i, s in enumerate(shapes)
+                if math.prod(s) > MAX_OBS_VALUES
+            ),
+            f"continuous_size {continuous} (the most is {MAX_ACTIONS})" if continuous > MAX_ACTIONS else "",
+            f"{len(branches)} discrete branches (the most is {MAX_ACTIONS})" if len(branches) > MAX_ACTIONS else "",
+            f"a branch of {max(branches)} choices (the most is {MAX_ACTIONS})"
+            if branches and max(branches) > MAX_ACTIONS
+            else "",
+        ]
+        if any(too_big):
+            raise RequestError(f"hello: spec too large: {'; '.join(p for p in too_big if p)}")
         return ClientSpec(tuple(tuple(s) for s in shapes), int(continuous), tuple(int(b) for b in branches))
 
     def difference(self, other: ClientSpec) -> str | None:
@@ -474,6 +494,8 @@ class PolicyServerEnv(BaseEnv):
         spec = ClientSpec.parse(header.get("spec"))
         with self._cond:
             declared = self._specs.get(behavior)
+            if declared is None and len(self._specs) >= MAX_BEHAVIORS:
+                raise RequestError(f"hello: {len(self._specs)} behaviors are declared, the most this server allows")
             if declared is None:
                 self._specs[behavior] = spec
                 self._behavior_specs[behavior] = spec.to_behavior_spec()
