@@ -57,6 +57,12 @@ verb                  request fields (arrays)                                  r
                                                                                [n] unless unchanged)
 ====================  ======================================================  ========================
 
+A declared spec holds at most 32 observations of at most 4,194,304 values each, and at most
+1024 continuous actions, branches, and choices per branch. Observations are float32 (images
+too, in whatever range the simulator uses). A server holds at most 1024 open episodes and
+lets one connection's episodes have at most 1024 steps waiting (``log_steps`` then waits for
+the trainer) by default.
+
 A continuous action is in [-1, 1] (what the policy's samples become after clipping to [-3, 3]
 and dividing by 3); discrete actions are branch indices. An episode not heard from for the
 server's idle timeout is ended as interrupted (its last observation bootstraps).
