@@ -197,6 +197,8 @@ def test_bad_requests_get_reasons_while_another_client_works(server):
         PolicyClient(address, "Walker", [(3,)], continuous_size=1, discrete_branches=(3,), token="s3cret")
     with pytest.raises(PolicyServerError, match=r"observation 0 of 1073741824 values \(the most is 4194304\)"):
         PolicyClient(address, "Huge", [(1 << 30,)], continuous_size=1, token="s3cret")
+    with pytest.raises(PolicyServerError, match="get_model: this server serves no models"):
+        client(address, inference="local")
     with pytest.raises(PolicyServerError, match="unknown episode_id 'nope'"):
         good.get_action("nope", [np.zeros(3, np.float32)])
     with pytest.raises(PolicyServerError, match="an index is outside its branch"):

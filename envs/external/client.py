@@ -36,7 +36,12 @@ _MAX_REPLY_BYTES = 1 << 30
 
 
 class PolicyServerError(RuntimeError):
-    """The server refused a request; the message is the server's reason."""
+    """The server refused a request; the message is the server's reason. ``retry``: the same
+    request may succeed later."""
+
+    def __init__(self, message: str, *, retry: bool = False) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 @attrs.define
@@ -210,7 +215,9 @@ class PolicyClient:
             raise ConnectionError("the policy server closed the connection")
         reply, reply_arrays = wire.decode(payload)
         if not reply.get("ok"):
-            raise PolicyServerError(f"{header.get('verb')}: {reply.get('error', 'refused')}")
+            raise PolicyServerError(
+                str(reply.get("error", f"{header.get('verb')} refused")), retry=bool(reply.get("retry", False))
+            )
         return reply, reply_arrays
 
     def _check_obs(self, observations: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -236,7 +243,7 @@ class PolicyClient:
                 header, arrays = self._request({"verb": "get_model", "known_version": self._model_version})
                 break
             except PolicyServerError as error:
-                if "yet" not in str(error) or time.monotonic() > deadline:
+                if not error.retry or time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
         self._fetched_at = time.monotonic()

@@ -52,6 +52,7 @@ from envs.workers.records import TakenActions
 
 logger = logging.getLogger(__name__)
 
+# (behavior id) -> (version, ONNX bytes); LookupError while the behavior has no policy yet
 ModelSource = Callable[[str], tuple[int, bytes]]
 LOOPBACK = "127.0.0.1"
 # Bounds on a declared spec, so no client can make the run build a network it cannot hold.
@@ -62,7 +63,12 @@ MAX_BEHAVIORS = 64
 
 
 class RequestError(ValueError):
-    """A request the server refuses; its message goes back to the client."""
+    """A request the server refuses; its message goes back to the client. ``retry``: the same
+    request may succeed later (the model is not made yet)."""
+
+    def __init__(self, message: str, *, retry: bool = False) -> None:
+        super().__init__(message)
+        self.retry = retry
 
 
 class _Kind(enum.Enum):
@@ -247,7 +253,7 @@ class PolicyServerEnv(BaseEnv):
         self._snapshots: dict[str, _Snapshot] = {}
         self._answered: set[str] = set()  # episodes answered last step, likely to send again soon
         self._model_requests: set[str] = set()
-        self._models: dict[str, tuple[int, bytes] | str] = {}  # behavior -> (version, bytes) or an error
+        self._models: dict[str, tuple[int, bytes] | RequestError] = {}  # behavior -> (version, bytes) or why not
         self._connections: set[socket.socket] = set()
         self._server = _TCPServer((bind_address, port), _Handler, self)
         self._thread = threading.Thread(
@@ -446,15 +452,18 @@ class PolicyServerEnv(BaseEnv):
         requests, self._model_requests = self._model_requests, set()
         self._cond.release()
         try:
-            results: dict[str, tuple[int, bytes] | str] = {}
+            results: dict[str, tuple[int, bytes] | RequestError] = {}
             for behavior in requests:
                 if source is None:
-                    results[behavior] = "this server serves no models (local inference is not available)"
+                    results[behavior] = RequestError("this server serves no models (local inference is not available)")
                     continue
                 try:
                     results[behavior] = source(behavior)
+                except LookupError as error:  # the source's way of saying "not made yet"
+                    results[behavior] = RequestError(f"no model for behavior {behavior!r} yet: {error}", retry=True)
                 except Exception as error:  # noqa: BLE001 - the client is told, the run goes on
-                    results[behavior] = f"no model for behavior {behavior!r} yet: {error}"
+                    logger.exception("exporting the model of %s for a policy client failed", behavior)
+                    results[behavior] = RequestError(f"exporting the model failed: {type(error).__name__}: {error}")
         finally:
             self._cond.acquire()
         self._models.update(results)
@@ -475,7 +484,10 @@ class PolicyServerEnv(BaseEnv):
         handler = _VERBS.get(verb) if isinstance(verb, str) else None
         if handler is None:
             raise RequestError(f"unknown verb {verb!r} (known: hello, {', '.join(_VERBS)})")
-        return handler(self, session, header, arrays)
+        try:
+            return handler(self, session, header, arrays)
+        except RequestError as error:
+            raise RequestError(f"{verb}: {error}", retry=error.retry) from None
 
     def _hello(self, session: _Session, header: dict[str, Any]) -> dict[str, Any]:
         if header.get("protocol") != wire.PROTOCOL_VERSION:
@@ -595,9 +607,7 @@ class PolicyServerEnv(BaseEnv):
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         with self._cond:
             if len(self._episodes) >= self.max_episodes:
-                raise RequestError(
-                    f"start_episode: {len(self._episodes)} episodes are open, the most this server allows"
-                )
+                raise RequestError(f"{len(self._episodes)} episodes are open, the most this server allows")
             episode_id = secrets.token_hex(8)
             assert session.behavior is not None
             self._episodes[episode_id] = _Episode(
@@ -623,9 +633,7 @@ class PolicyServerEnv(BaseEnv):
                 while event.action is None and not self._closed:
                     remaining = deadline - self._clock()
                     if remaining <= 0:
-                        raise RequestError(
-                            f"get_action: no action within {self.reply_timeout_s:.0f} s (is the run stepping?)"
-                        )
+                        raise RequestError(f"no action within {self.reply_timeout_s:.0f} s (is the run stepping?)")
                     self._cond.wait(remaining)
             finally:
                 episode.asking = False
@@ -649,7 +657,7 @@ class PolicyServerEnv(BaseEnv):
     def _log_returns(
         self, session: _Session, header: dict[str, Any], arrays: Mapping[str, np.ndarray]
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        reward = _finite(header.get("reward"), "log_returns: 'reward'")
+        reward = _finite(header.get("reward"), "'reward'")
         with self._cond:
             self._episode(session, header).reward += reward
         return {}, {}
@@ -671,12 +679,12 @@ class PolicyServerEnv(BaseEnv):
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         rewards = arrays.get("rewards")
         if rewards is None or rewards.dtype != np.float32 or rewards.ndim != 1:
-            raise RequestError("log_steps: array 'rewards' must be float32 [T]")
+            raise RequestError("array 'rewards' must be float32 [T]")
         if not np.isfinite(rewards).all():
-            raise RequestError("log_steps: array 'rewards' holds NaN or infinity")
+            raise RequestError("array 'rewards' holds NaN or infinity")
         steps = int(rewards.shape[0])
         if steps > self.max_queued_steps:
-            raise RequestError(f"log_steps: {steps} steps in one request, over the limit of {self.max_queued_steps}")
+            raise RequestError(f"{steps} steps in one request, over the limit of {self.max_queued_steps}")
         obs = self._observations(session, {k: v for k, v in arrays.items() if not k.startswith("end_")}, "obs_", steps)
         continuous, discrete = self._actions(session, arrays, steps)
         end = header.get("end")
@@ -684,8 +692,8 @@ class PolicyServerEnv(BaseEnv):
         end_reward, interrupted = 0.0, False
         if end is not None:
             if not isinstance(end, dict):
-                raise RequestError("log_steps: 'end' must be null or an object {reward, interrupted}")
-            end_reward = _finite(end.get("reward", 0.0), "log_steps: end.reward")
+                raise RequestError("'end' must be null or an object {reward, interrupted}")
+            end_reward = _finite(end.get("reward", 0.0), "end.reward")
             interrupted = bool(end.get("interrupted", False))
             end_obs = self._observations(session, arrays, "end_obs_", None)
         with self._cond:
@@ -707,7 +715,7 @@ class PolicyServerEnv(BaseEnv):
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         known = header.get("known_version", -1)
         if not _is_int(known):
-            raise RequestError(f"get_model: 'known_version' must be an integer, got {known!r}")
+            raise RequestError(f"'known_version' must be an integer, got {known!r}")
         behavior = session.behavior
         assert behavior is not None
         with self._cond:
@@ -718,14 +726,12 @@ class PolicyServerEnv(BaseEnv):
             while (result := self._models.get(behavior)) is None and not self._closed:
                 remaining = deadline - self._clock()
                 if remaining <= 0:
-                    raise RequestError(
-                        f"get_model: no model within {self.reply_timeout_s:.0f} s (is the run stepping?)"
-                    )
+                    raise RequestError(f"no model within {self.reply_timeout_s:.0f} s (is the run stepping?)")
                 self._cond.wait(remaining)
         if result is None:
             raise RequestError("the server is shutting down")
-        if isinstance(result, str):
-            raise RequestError(f"get_model: {result}")
+        if isinstance(result, RequestError):
+            raise result
         version, model = result
         if version == known:
             return {"version": version, "format": "onnx", "unchanged": True}, {}
@@ -809,7 +815,9 @@ class _Handler(socketserver.BaseRequestHandler):
                 try:
                     header, arrays = env.reply(session, wire.decode(payload))
                     reply = wire.encode({"ok": True, **header}, arrays)
-                except (wire.WireError, RequestError) as error:
+                except RequestError as error:
+                    reply = wire.error_frame(str(error), retry=error.retry)
+                except wire.WireError as error:
                     reply = wire.error_frame(str(error))
                 except Exception as error:  # noqa: BLE001 - a bad request must not end the server
                     logger.exception("policy server: request failed")

@@ -22,8 +22,10 @@ of ``data``; each array is C-ordered, little-endian, ``prod(shape) * itemsize`` 
 may not overlap and must lie inside ``data``; at most 64 arrays of at most 8 axes.
 
 Requests carry ``"verb"`` plus the fields below; a reply carries ``"ok": true`` and its
-fields, or ``"ok": false, "error": "<what and where>"`` (the request was refused; the
-connection stays usable unless the frame itself could not be read).
+fields, or ``"ok": false, "error": "<what and where>", "retry": bool`` (the request was
+refused; ``retry`` true: the same request may succeed later, e.g. ``get_model`` before the
+run has made the behavior's policy; the connection stays usable unless the frame itself
+could not be read).
 
 ====================  ======================================================  ========================
 verb                  request fields (arrays)                                  reply fields (arrays)
@@ -228,6 +230,6 @@ def _read_exact(sock: socket.socket, n: int, *, allow_eof: bool) -> bytes | None
     return bytes(buffer)
 
 
-def error_frame(message: str) -> bytes:
-    """A reply that refuses a request, saying why."""
-    return encode({"ok": False, "error": message})
+def error_frame(message: str, *, retry: bool = False) -> bytes:
+    """A reply that refuses a request, saying why (``retry``: it may succeed later)."""
+    return encode({"ok": False, "error": message, "retry": retry})
