@@ -4,6 +4,7 @@
     agents-learn config/ppo/3DBall.yaml --env=Builds/3DBall.x86_64 --num-envs=4
     agents-learn config/ppo/3DBall.yaml                               # (with env_path unset) the Editor
     agents-learn config.yaml --env=python:my_package.envs:make_env      # a Python BaseEnv factory
+    agents-learn config.yaml --env=external:9900                      # simulators call in (envs.external)
     agents-learn config.yaml --check                                  # validate, print, write nothing
 
 A value typed on the command line overrides the YAML, which overrides the defaults; flags not
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -27,6 +29,7 @@ logger = logging.getLogger("agents_learn")
 
 EXIT_ERROR = 1
 EXIT_INTERRUPTED = 130
+SERVER_TOKEN_ENV_VAR = "AGENTS_LEARN_SERVER_TOKEN"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,8 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--env",
         dest="env",
         metavar="ENV_PATH",
-        help="Unity build to train in, builtin:<Name>, or python:module:function (a BaseEnv "
-        "factory); none: connect to the Editor on port 5004",
+        help="Unity build to train in, builtin:<Name>, python:module:function (a BaseEnv "
+        "factory), or external:PORT (a policy server that simulators call with envs.external.PolicyClient); "
+        "none: connect to the Editor on port 5004",
     )
     p.add_argument("--resume", action="store_true", help="continue the run --run-id from its checkpoints")
     p.add_argument("--load", dest="load_model", action="store_true", help=argparse.SUPPRESS)
@@ -94,6 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
         "Docker containers or machines)",
     )
     p.add_argument(
+        "--server-token",
+        metavar="TOKEN",
+        help=f"with --env external:PORT, the secret every policy client must send (default: ${SERVER_TOKEN_ENV_VAR}; "
+        "none: no token asked)",
+    )
+    p.add_argument(
         "--check",
         action="store_true",
         help="dry run: validate the configuration and flags (every key, capability, demo file, plugin, "
@@ -134,14 +144,26 @@ def resolve_options(explicit: dict[str, Any]) -> Any:
 
 
 def run_training(
-    options: Any, registry: Any, bind_address: str, stop: threading.Event, record_demo: str | None = None
+    options: Any,
+    registry: Any,
+    bind_address: str,
+    stop: threading.Event,
+    record_demo: str | None = None,
+    server_token: str | None = None,
 ) -> int:
     """Everything after the configuration: the run's wiring (:func:`orchestration.run.build_run`)
     and the loop. A finished run given --resume is a clean exit with a message."""
     from orchestration.run import RunAlreadyFinished, build_run
 
     try:
-        run = build_run(options, registry=registry, stop=stop, bind_address=bind_address, record_demo=record_demo)
+        run = build_run(
+            options,
+            registry=registry,
+            stop=stop,
+            bind_address=bind_address,
+            record_demo=record_demo,
+            server_token=server_token,
+        )
     except RunAlreadyFinished as finished:
         logger.info("%s; nothing to train.", finished)
         print(f"agents-learn: {finished}.", file=sys.stderr)
@@ -217,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Where to record demonstrations is no configuration value (ML-Agents has no such key):
     # it goes to the run like --bind-address, and stays out of configuration.yaml.
     record_demo = explicit.pop("record_demo", None)
+    server_token = explicit.pop("server_token", None) or os.environ.get(SERVER_TOKEN_ENV_VAR) or None
     stop = threading.Event()
     try:
         options, registry = resolve_options(explicit)
@@ -226,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if check:
             return check_only(options, registry, record_demo)
         install_stop_handler(stop)
-        return run_training(options, registry, bind_address, stop, record_demo)
+        return run_training(options, registry, bind_address, stop, record_demo, server_token)
     except _error_types() as error:
         if debug:
             logger.exception("agents-learn failed")

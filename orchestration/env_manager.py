@@ -23,6 +23,7 @@ from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps
 
 from envs.parameters import ParameterValue
 from envs.workers import EnvWorkerPool, RestartBudget, WorkerFault, WorkerResult
+from envs.workers.records import TakenActions
 from orchestration.demo_recorder import DemoRecorder
 from processors import ActionInfo, AgentManager, AgentManagerQueue
 from processors.agent_processor import allowed_actions
@@ -40,6 +41,7 @@ class BehaviorRuntime:
 
     manager: AgentManager
     policy: TorchPolicy  # the inference copy (CPU), refreshed from the policy queue
+    weights_version: int = 0  # counts the weights loaded into ``policy`` (local-inference clients refresh on it)
 
 
 class StepSource(Protocol):
@@ -74,6 +76,46 @@ def slice_action_info(info: ActionInfo, start: int, stop: int) -> ActionInfo:
     )
 
 
+def with_taken_actions(
+    policy: TorchPolicy,
+    decision: DecisionSteps,
+    info: ActionInfo,
+    taken: TakenActions,
+    masks: np.ndarray | None,
+    memories: np.ndarray | None,
+) -> ActionInfo:
+    """``info`` with the rows the agents acted on themselves (``taken.rows``) replaced by those
+    actions and the policy's log-probabilities of them (:meth:`TorchPolicy.act_taken`)."""
+    rows = np.flatnonzero(taken.rows)
+    if rows.size == 0:
+        return info
+    given = policy.act_taken(
+        [o[rows] for o in decision.obs],
+        None if masks is None else masks[rows],
+        info.agent_ids[rows],
+        None if memories is None else memories[rows],
+        taken.continuous[rows],
+        taken.discrete[rows],
+    )
+    fields = {}
+    for name in (
+        "continuous_actions",
+        "discrete_actions",
+        "continuous_log_probs",
+        "discrete_log_probs",
+        "entropy",
+        "memories",
+    ):
+        merged = getattr(info, name).copy()
+        merged[rows] = getattr(given, name)
+        fields[name] = merged
+    continuous, discrete = info.env_actions.continuous.copy(), info.env_actions.discrete.copy()
+    continuous[rows], discrete[rows] = given.env_actions.continuous, given.env_actions.discrete
+    return ActionInfo(
+        agent_ids=info.agent_ids, env_actions=ActionTuple(continuous=continuous, discrete=discrete), **fields
+    )
+
+
 def act_for_worker(policy: TorchPolicy, manager: AgentManager, worker_id: int, decision: DecisionSteps) -> ActionInfo:
     """The policy's decision for one worker's deciding agents (their masks and memories)."""
     mask_width = int(sum(policy.behavior_spec.action_spec.discrete_branches))
@@ -85,6 +127,14 @@ class EnvStatAggregation(NamedTuple):
     """An aggregation number from a pool as the ``.value`` that ``record_environment_stats`` reads."""
 
     value: int
+
+
+class _Deciding(NamedTuple):
+    """One worker's deciding agents of a behavior, with the actions some took themselves."""
+
+    worker_id: int
+    decision: DecisionSteps
+    taken: TakenActions | None
 
 
 class EnvManager:
@@ -147,6 +197,7 @@ class EnvManager:
                     break
             if weights is not None:
                 runtime.policy.load_weights(weights)
+                runtime.weights_version += 1
 
     def set_env_parameters(self, parameters: Mapping[str, ParameterValue]) -> None:
         """Send environment parameters (a curriculum's new lesson) to every worker, with its
@@ -216,8 +267,8 @@ class EnvManager:
         self.perf.add_env_steps(len(results))
         return len(results)
 
-    def _process(self, results: list[WorkerResult]) -> dict[str, list[tuple[int, DecisionSteps]]]:
-        deciding: dict[str, list[tuple[int, DecisionSteps]]] = defaultdict(list)
+    def _process(self, results: list[WorkerResult]) -> dict[str, list[_Deciding]]:
+        deciding: dict[str, list[_Deciding]] = defaultdict(list)
         for result in results:
             worker_id = result.worker_id
             self._has_stepped.add(worker_id)
@@ -239,7 +290,7 @@ class EnvManager:
                 self.agent_steps += n
                 self.agent_steps_by_behavior[behavior_id] += n
                 if len(decision) > 0:
-                    deciding[behavior_id].append((worker_id, decision))
+                    deciding[behavior_id].append(_Deciding(worker_id, decision, record.taken))
             if result.env_stats:
                 stats = {k: [(v, EnvStatAggregation(a)) for v, a in values] for k, values in result.env_stats.items()}
                 for runtime in self.runtimes.values():
@@ -247,7 +298,7 @@ class EnvManager:
         return deciding
 
     @timed_method(TAKE_STEP)
-    def _act(self, deciding: dict[str, list[tuple[int, DecisionSteps]]]) -> dict[int, dict[str, ActionTuple]]:
+    def _act(self, deciding: dict[str, list[_Deciding]]) -> dict[int, dict[str, ActionTuple]]:
         actions: dict[int, dict[str, ActionTuple]] = defaultdict(dict)
         for behavior_id, parts in deciding.items():
             runtime = self.runtimes[behavior_id]
@@ -255,32 +306,45 @@ class EnvManager:
             mask_width = int(sum(spec.action_spec.discrete_branches))
             recurrent = runtime.policy.memory_size > 0
             if len(parts) == 1:
-                worker_id, decision = parts[0]
+                worker_id, decision, taken = parts[0]
+                memories = runtime.manager.get_memories(worker_id, decision.agent_id) if recurrent else None
+                masks = allowed_actions(decision, mask_width)
                 with self.timers.scope(POLICY_EVALUATE):
-                    info = act_for_worker(runtime.policy, runtime.manager, worker_id, decision)
+                    info = runtime.policy.act(decision.obs, masks, decision.agent_id, memories)
+                    if taken is not None:
+                        info = with_taken_actions(runtime.policy, decision, info, taken, masks, memories)
                 self._last_action[(worker_id, behavior_id)] = info
                 actions[worker_id][behavior_id] = info.env_actions
                 continue
             n_sensors = len(spec.observation_specs)
-            obs = [np.concatenate([d.obs[i] for _, d in parts]) for i in range(n_sensors)]
+            obs = [np.concatenate([d.obs[i] for _, d, _ in parts]) for i in range(n_sensors)]
             masks = None
             if mask_width:
                 masks = np.concatenate(
                     [
                         m if (m := allowed_actions(d, mask_width)) is not None else np.ones((len(d), mask_width), bool)
-                        for _, d in parts
+                        for _, d, _ in parts
                     ]
                 )
-            agent_ids = np.concatenate([d.agent_id for _, d in parts])
+            agent_ids = np.concatenate([d.agent_id for _, d, _ in parts])
             memories = None
             if recurrent:
-                memories = np.concatenate([runtime.manager.get_memories(w, d.agent_id) for w, d in parts])
+                memories = np.concatenate([runtime.manager.get_memories(w, d.agent_id) for w, d, _ in parts])
             with self.timers.scope(POLICY_EVALUATE):
                 info = runtime.policy.act(obs, masks, agent_ids, memories)
             start = 0
-            for worker_id, decision in parts:
+            for worker_id, decision, taken in parts:
                 stop = start + len(decision)
                 share = slice_action_info(info, start, stop)
+                if taken is not None:
+                    share = with_taken_actions(
+                        runtime.policy,
+                        decision,
+                        share,
+                        taken,
+                        None if masks is None else masks[start:stop],
+                        None if memories is None else memories[start:stop],
+                    )
                 self._last_action[(worker_id, behavior_id)] = share
                 actions[worker_id][behavior_id] = share.env_actions
                 start = stop

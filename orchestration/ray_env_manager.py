@@ -284,7 +284,9 @@ class RayEnvManager:
             return
         if not fault.retriable:
             raise RunEnvironmentError(fault.message)
-        if fault.generation == 0 and not runner.stepped:
+        # an environment that fails to start is a setting to fix; a runner lost before its
+        # first batch (killed, its node gone) is retried like any other
+        if fault.generation == 0 and not runner.stepped and fault.kind is not FaultKind.LOST:
             raise RunEnvironmentError(f"{fault.message} (while starting worker {worker_id}; not retried)")
         now = self._clock()
         if not self.restarts.allows(worker_id, now):

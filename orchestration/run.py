@@ -32,6 +32,7 @@ from envs.parameters import ParameterValue
 from envs.unity import api_version as unity_api_version
 from envs.workers import (
     BUILTIN_PREFIX,
+    EXTERNAL_PREFIX,
     EXTERNAL_UNITY,
     LOOPBACK,
     PYTHON_PREFIX,
@@ -43,12 +44,14 @@ from envs.workers import (
     RestartBudget,
     SubprocessPool,
     check_factory,
+    external_port,
     resolve_factory,
 )
 from orchestration.controller import RunOutcome, TrainerController
 from orchestration.curriculum import Curriculum
 from orchestration.demo_recorder import DemoRecorder
 from orchestration.env_manager import EnvManager, StepSource
+from orchestration.external import OnnxModels, external_pool
 from stats import (
     PerfStats,
     StatsHub,
@@ -120,6 +123,7 @@ def build_run(
     stop: threading.Event | None = None,
     bind_address: str = LOOPBACK,
     record_demo: str | os.PathLike[str] | None = None,
+    server_token: str | None = None,
 ) -> Run:
     """Check everything, then lay out the results folder and wire the run.
 
@@ -130,7 +134,8 @@ def build_run(
     plugins. stop: set it to end the run cleanly (the CLI's Ctrl-C). bind_address: where the
     Unity connection listens. record_demo (``--record-demo``): a folder to record every
     behavior's experience in, as ``<Behavior>.demo`` (complete when the run ends, however it
-    ends).
+    ends). server_token (``--server-token``): the secret policy clients of ``external:PORT``
+    must send.
     """
     registry = registry if registry is not None else TrainerRegistry.with_plugins()
     device = check_run(options, registry=registry, env_factory=env_factory, record_demo=record_demo)
@@ -183,6 +188,7 @@ def build_run(
         options.environment_parameters, run_seed=env.seed, status=status, resume=cp.resume or cp.inference
     )
     launch = environment_launch(options, run_dir, env_factory, bind_address, curriculum.values())
+    launch = attrs.evolve(launch, server_token=server_token)
     if launch.is_editor:
         logger.info("Listening on port 5004. Start training by pressing the Play button in the Unity Editor.")
     if launch.is_external_unity:
@@ -236,11 +242,19 @@ def build_run(
             timers=timers,
         )
     else:
-        pool: EnvWorkerPool = SubprocessPool(launch, env.num_envs) if env.num_envs > 1 else InProcessPool(launch)
+        models = OnnxModels() if launch.is_external else None
+        pool: EnvWorkerPool
+        if models is not None:
+            pool = external_pool(launch, models)
+        else:
+            pool = SubprocessPool(launch, env.num_envs) if env.num_envs > 1 else InProcessPool(launch)
         recorder = DemoRecorder(record_demo) if record_demo is not None else None
-        manager = EnvManager(
+        env_manager = EnvManager(
             pool, controller.create_runtime, restarts=restarts, perf=perf, timers=timers, recorder=recorder
         )
+        if models is not None:
+            models.attach(env_manager.runtimes)
+        manager = env_manager
     return Run(options, run_dir, controller, manager, hub, timers)
 
 
@@ -259,7 +273,7 @@ def check_run(
     require_capabilities(options, registry.algorithms)
     check_environment(options, env_factory)
     if options.env_settings.ray_address is not None:
-        check_ray(record_demo)
+        check_ray(options, record_demo)
     check_results_dir(Path(options.checkpoint_settings.results_dir))
     if record_demo is not None:
         check_record_demo(Path(record_demo))
@@ -293,6 +307,17 @@ def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> No
                 f"available: {', '.join(BUILTIN_PREFIX + n for n in available())}"
             )
         return
+    if env_path.startswith(EXTERNAL_PREFIX):
+        try:
+            external_port(env_path)
+        except ValueError as error:
+            raise ConfigError(f"--env (env_settings.env_path): {error}") from None
+        if num_envs > 1:
+            raise ConfigError(
+                f"--num-envs (env_settings.num_envs) {num_envs} with --env {env_path}: the policy server is one "
+                "environment (its clients are the parallel simulators); leave --num-envs at 1"
+            )
+        return
     if env_path.startswith(PYTHON_PREFIX):
         try:
             check_factory(resolve_factory(env_path), with_parameters=with_parameters, where=env_path)
@@ -308,9 +333,15 @@ def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> No
         )
 
 
-def check_ray(record_demo: str | os.PathLike[str] | None) -> None:
+def check_ray(options: RunOptions, record_demo: str | os.PathLike[str] | None) -> None:
     """``--ray-address`` needs Ray installed, and runners that act where they are cannot
-    record demonstrations here."""
+    record demonstrations here nor be the policy server."""
+    env_path = options.env_settings.env_path or ""
+    if env_path.startswith(EXTERNAL_PREFIX):
+        raise ConfigError(
+            f"--ray-address with --env {env_path}: the policy server answers its clients from the "
+            "learner (they are the parallel simulators); leave out --ray-address"
+        )
     if record_demo is not None:
         raise ConfigError(
             "--record-demo with --ray-address: env runners act on their own nodes and only ship "

@@ -173,6 +173,56 @@ class TorchPolicy:
             )
         return info
 
+    def act_taken(
+        self,
+        obs: Sequence[np.ndarray],
+        action_masks: np.ndarray | None,
+        agent_ids: np.ndarray,
+        memories: np.ndarray | None,
+        continuous: np.ndarray,
+        discrete: np.ndarray,
+    ) -> ActionInfo:
+        """The :class:`ActionInfo` of actions the agents already took (an external client
+        chose them), with this policy's log-probabilities of them, so the trainer learns from
+        them as from its own samples.
+
+        ``continuous``: [N, c] as the environment received them, in [-1, 1] (the sample they
+        stand for is 3x that, or the value itself for a tanh-squashed actor); ``discrete``:
+        [N, b] branch indices. Other arguments as :meth:`act`.
+        """
+        agent_ids = np.asarray(agent_ids, dtype=np.int32)
+        n = agent_ids.shape[0]
+        if n == 0:
+            return ActionInfo.empty(self.continuous_size, len(self.discrete_branches), self.memory_size)
+        env_continuous = np.clip(np.asarray(continuous, np.float32), -1.0, 1.0)
+        sample = env_continuous if self.actor.tanh_squash else env_continuous * np.float32(ACTION_CLIP)
+        discrete = np.asarray(discrete, np.int32)
+        with torch.inference_mode():
+            obs_t = self.obs_to_tensors(obs)
+            masks_t = self.masks_to_tensor(action_masks)
+            memories_t = self.memories_to_tensor(memories, n)
+            cont_log_probs, disc_log_probs, entropy = self.actor.evaluate_actions(
+                obs_t,
+                masks_t,
+                torch.as_tensor(sample, device=self.device),
+                torch.as_tensor(discrete, device=self.device).long(),
+                memories=memories_t,
+            )
+            if self.memory_size:
+                next_memories = self.actor(obs_t, masks_t, memories=memories_t).memories.cpu().numpy()
+            else:
+                next_memories = np.zeros((n, 0), np.float32)
+        return ActionInfo(
+            agent_ids=agent_ids,
+            env_actions=ActionTuple(continuous=env_continuous, discrete=discrete),
+            continuous_actions=sample,
+            discrete_actions=discrete,
+            continuous_log_probs=cont_log_probs.cpu().numpy(),
+            discrete_log_probs=disc_log_probs.cpu().numpy(),
+            entropy=entropy.cpu().numpy(),
+            memories=next_memories,
+        )
+
     def update_normalization(self, obs: Sequence[np.ndarray]) -> None:
         """Merge a batch of observations (one [T, *shape] array per sensor) into the actor's
         running normalisers (no-op unless ``normalize``)."""

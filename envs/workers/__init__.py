@@ -6,6 +6,7 @@ from envs.workers.faults import RestartBudget, classify_error
 from envs.workers.launch import (
     BUILTIN_PREFIX,
     EDITOR_PORT,
+    EXTERNAL_PREFIX,
     EXTERNAL_UNITY,
     LOOPBACK,
     PYTHON_PREFIX,
@@ -14,6 +15,7 @@ from envs.workers.launch import (
     EnvLaunch,
     OpenEnv,
     check_factory,
+    external_port,
     open_environment,
     resolve_factory,
 )
@@ -24,6 +26,7 @@ from envs.workers.subprocess_pool import SubprocessPool
 __all__ = [
     "BUILTIN_PREFIX",
     "EDITOR_PORT",
+    "EXTERNAL_PREFIX",
     "EXTERNAL_UNITY",
     "LOOPBACK",
     "PYTHON_PREFIX",
@@ -42,6 +45,7 @@ __all__ = [
     "WorkerResult",
     "check_factory",
     "classify_error",
+    "external_port",
     "open_environment",
     "resolve_factory",
 ]

@@ -22,6 +22,7 @@ PYTHON_PREFIX = "python:"
 # Builds or Editors the user starts (on this or other hosts): worker i waits for one to connect
 # on base_port + i instead of launching it, and again after it quits.
 EXTERNAL_UNITY = "external-unity"
+EXTERNAL_PREFIX = "external:"  # external:PORT: a policy server that simulators call (envs.external)
 EDITOR_PORT = 5004
 LOOPBACK = "127.0.0.1"
 
@@ -48,7 +49,8 @@ class EnvLaunch:
     env_parameters: EnvironmentParameters values sent at start (a curriculum's current lessons:
     a pool opening a worker later opens it with the values of then).
     log_folder: absolute folder for ``Player-<worker>.log``. bind_address: where our gRPC server
-    listens (loopback unless asked).
+    (or the policy server of ``external:PORT``) listens (loopback unless asked). server_token:
+    the secret policy clients must send (None: none).
     """
 
     env_path: str | None
@@ -64,6 +66,7 @@ class EnvLaunch:
     env_parameters: tuple[tuple[str, ParameterValue], ...] = ()
     log_folder: str | None = None
     bind_address: str = LOOPBACK
+    server_token: str | None = None
 
     @property
     def is_builtin(self) -> bool:
@@ -81,8 +84,23 @@ class EnvLaunch:
     def is_external_unity(self) -> bool:
         return self.env_factory is None and self.env_path == EXTERNAL_UNITY
 
+    @property
+    def is_external(self) -> bool:
+        return self.env_factory is None and self.env_path is not None and self.env_path.startswith(EXTERNAL_PREFIX)
+
     def port(self, worker_id: int) -> int:
+        if self.is_external:
+            assert self.env_path is not None
+            return external_port(self.env_path)
         return EDITOR_PORT if self.is_editor else self.base_port + worker_id
+
+
+def external_port(env_path: str) -> int:
+    """The port of ``external:PORT``; ValueError naming the problem if it is not one."""
+    text = env_path[len(EXTERNAL_PREFIX) :]
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise ValueError(f"{env_path}: expected external:PORT with PORT in 0..65535 (0: any free port)")
+    return int(text)
 
 
 ParameterSetter = Callable[[Mapping[str, ParameterValue]], None]
@@ -194,6 +212,11 @@ def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
     seed = launch.seed + worker_id
     if launch.is_python:
         return _open_python(launch, worker_id, seed)
+    if launch.is_external:
+        from envs.external.server import PolicyServerEnv
+
+        server = PolicyServerEnv(launch.port(worker_id), bind_address=launch.bind_address, token=launch.server_token)
+        return OpenEnv(server, dict)
     if launch.is_builtin:
         from envs.builtin import make_env
 

@@ -28,8 +28,11 @@ logger = logging.getLogger(__name__)
 
 def observe(opened: OpenEnv, known: set[str], worker_id: int, generation: int, env_seconds: float) -> WorkerResult:
     """The environment's current steps of every behavior as a :class:`WorkerResult`; specs of
-    behaviors not in ``known`` (which is updated) ride along."""
+    behaviors not in ``known`` (which is updated) ride along. An environment whose clients
+    choose some actions themselves (the policy server) says which through a
+    ``taken_actions(behavior_id) -> TakenActions | None`` method, read with the steps."""
     env = opened.env
+    taken_actions = getattr(env, "taken_actions", None)
     specs = env.behavior_specs
     new_specs = {}
     steps = {}
@@ -37,7 +40,9 @@ def observe(opened: OpenEnv, known: set[str], worker_id: int, generation: int, e
         if behavior_id not in known:
             known.add(behavior_id)
             new_specs[behavior_id] = SpecRecord.from_spec(specs[behavior_id])
-        steps[behavior_id] = StepsRecord.from_steps(*env.get_steps(behavior_id))
+        decision, terminal = env.get_steps(behavior_id)
+        taken = None if taken_actions is None else taken_actions(behavior_id)
+        steps[behavior_id] = StepsRecord.from_steps(decision, terminal, taken)
     stats = {
         key: [(float(v), int(getattr(agg, "value", agg))) for v, agg in values]
         for key, values in opened.get_stats().items()

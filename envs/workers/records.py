@@ -55,11 +55,28 @@ class SpecRecord(NamedTuple):
         return BehaviorSpec(sensors, ActionSpec(self.continuous_size, self.discrete_branches))
 
 
+class TakenActions(NamedTuple):
+    """Actions some deciding agents already took (an external simulator's client chose them:
+    ``log_action``, or local inference), one row per DecisionSteps row.
+
+    ``rows`` [N] bool, True where the agent acted itself; ``continuous`` [N, c] float32 in
+    [-1, 1] (what the environment receives) and ``discrete`` [N, b] int32 (meaningful on those
+    rows only). The env manager records these actions, with the policy's log-probability of
+    them, instead of sampling for those rows.
+    """
+
+    rows: np.ndarray
+    continuous: np.ndarray
+    discrete: np.ndarray
+
+
 class StepsRecord(NamedTuple):
     """One behavior's DecisionSteps and TerminalSteps of one worker as plain arrays.
 
     ``d_*``: N deciding agents (obs one [N, *shape] per sensor; ``d_mask`` one [N, branch]
     bool per branch, True = masked, or None); ``t_*``: M agents whose episode ended.
+    ``taken``: actions some deciding agents took themselves (None for every environment but
+    the policy server's, see :class:`TakenActions`).
     """
 
     d_obs: tuple[np.ndarray, ...]
@@ -74,9 +91,10 @@ class StepsRecord(NamedTuple):
     t_agent_id: np.ndarray
     t_group_id: np.ndarray
     t_group_reward: np.ndarray
+    taken: TakenActions | None = None
 
     @staticmethod
-    def from_steps(decision: DecisionSteps, terminal: TerminalSteps) -> StepsRecord:
+    def from_steps(decision: DecisionSteps, terminal: TerminalSteps, taken: TakenActions | None = None) -> StepsRecord:
         mask = decision.action_mask
         return StepsRecord(
             tuple(decision.obs),
@@ -91,6 +109,7 @@ class StepsRecord(NamedTuple):
             terminal.agent_id,
             terminal.group_id,
             terminal.group_reward,
+            taken,
         )
 
     def to_steps(self) -> tuple[DecisionSteps, TerminalSteps]:

@@ -1,0 +1,56 @@
+"""The run's side of ``--env external:PORT``: the policy server is an environment like any
+other (one in-process worker); this module gives it the run's policies as ONNX models for
+clients that act locally (``envs`` cannot import ``trainers``)."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Mapping
+
+from envs.external.server import PolicyServerEnv
+from envs.workers import EnvLaunch, InProcessPool, OpenEnv, open_environment
+from orchestration.env_manager import BehaviorRuntime
+from trainers.onnx_export import export_policy_onnx
+
+
+class OnnxModels:
+    """``(behavior_id) -> (version, ONNX bytes)`` of the env manager's current inference
+    policy (the one remote clients are answered with), exported once per weights version.
+    Called by the policy server from the thread that steps it, so it never races the weights
+    being loaded."""
+
+    def __init__(self) -> None:
+        self._runtimes: Mapping[str, BehaviorRuntime] = {}
+        self._cache: dict[str, tuple[int, bytes]] = {}
+
+    def attach(self, runtimes: Mapping[str, BehaviorRuntime]) -> None:
+        """Serve the policies of ``runtimes`` (the env manager's, filled as behaviors appear)."""
+        self._runtimes = runtimes
+
+    def __call__(self, behavior_id: str) -> tuple[int, bytes]:
+        runtime = self._runtimes.get(behavior_id)
+        if runtime is None:
+            raise LookupError("its trainer is not created yet")
+        cached = self._cache.get(behavior_id)
+        if cached is not None and cached[0] == runtime.weights_version:
+            return cached
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "policy.onnx")
+            export_policy_onnx(runtime.policy, path)
+            with open(path, "rb") as file:
+                model = (runtime.weights_version, file.read())
+        self._cache[behavior_id] = model
+        return model
+
+
+def external_pool(launch: EnvLaunch, models: OnnxModels) -> InProcessPool:
+    """The one-worker pool of the policy server, serving ``models`` to local-inference clients."""
+
+    def open_server(worker_id: int) -> OpenEnv:
+        opened = open_environment(launch, worker_id)
+        if isinstance(opened.env, PolicyServerEnv):
+            opened.env.serve_models(models)
+        return opened
+
+    return InProcessPool(launch, opener=open_server)
