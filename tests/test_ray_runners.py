@@ -206,6 +206,36 @@ def test_3dball_learns_on_two_nodes_and_survives_a_killed_runner(tmp_path, two_n
 
 
 @pytest.mark.slow
+def test_a_runner_whose_unity_build_crashes_is_restarted(tmp_path, two_nodes):
+    """A stand-in Unity build (real gRPC protocol) opened by a runner crashes once: that runner
+    is restarted as a new actor with a new build, and the run finishes."""
+    from tests.test_e2e_standin import BALANCE, free_port_pair, setup
+    from trainers.settings import load_run_options
+
+    cluster, _ = two_nodes
+    config, launcher = setup(tmp_path, crash_once_after=30)
+    o = load_run_options(str(config))
+    o = attrs.evolve(
+        o,
+        env_settings=attrs.evolve(
+            o.env_settings,
+            env_path=launcher,
+            seed=2,
+            num_envs=2,
+            base_port=free_port_pair(),
+            ray_address=cluster.address,
+            timeout_wait=30,
+        ),
+        checkpoint_settings=attrs.evolve(o.checkpoint_settings, results_dir=str(tmp_path), run_id="crash"),
+    )
+    run = build_run(o, console=False)
+    outcome = run.run()
+    assert run.env_manager.restart_count == 1
+    assert outcome.steps["Balance"] >= BALANCE["behaviors"]["Balance"]["max_steps"]
+    assert (tmp_path / "crash" / "Balance.onnx").exists()
+
+
+@pytest.mark.slow
 def test_a_lost_node_is_reported_and_its_runner_placed_again(tmp_path, two_nodes, caplog):
     import ray
 
