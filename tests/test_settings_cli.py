@@ -135,6 +135,7 @@ def test_every_dest_reaches_its_yaml_key(ball: RunOptions) -> None:
         "env_args": ["--level", "2"],
         "base_port": 6005,
         "num_envs": 2,
+        "ray_address": "auto",
         "num_areas": 3,
         "timeout_wait": 30,
         "seed": 7,
