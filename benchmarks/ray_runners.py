@@ -48,16 +48,7 @@ def create_runtime_factory():
 
 
 def drain(manager) -> int:
-    from processors import AgentManagerQueue
-
-    n = 0
-    for queue in manager.trajectory_queues():
-        while True:
-            try:
-                n += len(queue.get_nowait())
-            except AgentManagerQueue.Empty:
-                break
-    return n
+    return sum(len(t) for queue in manager.trajectory_queues() for t in queue.drain())
 
 
 def throughput(manager, agent_steps: int) -> dict:

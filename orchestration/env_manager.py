@@ -123,6 +123,23 @@ def act_for_worker(policy: TorchPolicy, manager: AgentManager, worker_id: int, d
     return policy.act(decision.obs, allowed_actions(decision, mask_width), decision.agent_id, memories)
 
 
+def allow_restart(fault: WorkerFault, restarts: RestartBudget, now: float, *, starting: bool) -> None:
+    """Record a restart of the fault's worker, or raise RunEnvironmentError saying why there is
+    none: the fault is not retriable, the worker failed while ``starting`` (a setting to fix,
+    not retried), or it is past its restart budget."""
+    worker_id = fault.worker_id
+    if not fault.retriable:
+        raise RunEnvironmentError(fault.message)
+    if starting:
+        raise RunEnvironmentError(f"{fault.message} (while starting worker {worker_id}; not retried)")
+    if not restarts.allows(worker_id, now):
+        raise RunEnvironmentError(
+            f"worker {worker_id} {fault.kind.value} and is past its restart limit "
+            f"({restarts.describe()}): {fault.message}"
+        )
+    restarts.record(worker_id, now)
+
+
 class EnvStatAggregation(NamedTuple):
     """An aggregation number from a pool as the ``.value`` that ``record_environment_stats`` reads."""
 
@@ -354,18 +371,9 @@ class EnvManager:
         worker_id = fault.worker_id
         if fault.generation != self.pool.generation(worker_id):
             return
-        if not fault.retriable:
-            raise RunEnvironmentError(fault.message)
-        if fault.generation == 0 and worker_id not in self._has_stepped:
-            raise RunEnvironmentError(f"{fault.message} (while starting worker {worker_id}; not retried)")
-        now = self._clock()
-        if not self.restarts.allows(worker_id, now):
-            raise RunEnvironmentError(
-                f"worker {worker_id} {fault.kind.value} and is past its restart limit "
-                f"({self.restarts.describe()}): {fault.message}"
-            )
+        starting = fault.generation == 0 and worker_id not in self._has_stepped
+        allow_restart(fault, self.restarts, self._clock(), starting=starting)
         logger.warning("Restarting worker[%d] after '%s'", worker_id, fault.message)
-        self.restarts.record(worker_id, now)
         self.restart_count += 1
         for runtime in self.runtimes.values():
             runtime.manager.discard_worker(worker_id)

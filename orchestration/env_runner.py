@@ -25,7 +25,7 @@ from envs.parameters import ParameterValue
 from envs.workers import EnvLaunch, OpenEnv, SpecRecord, WorkerFault, WorkerResult, classify_error, open_environment
 from envs.workers.pool import apply_and_step, observe, with_parameters
 from orchestration.env_manager import EnvStatAggregation, act_for_worker
-from processors import ActionInfo, AgentManager, AgentManagerQueue, Trajectory
+from processors import ActionInfo, AgentManager, Trajectory
 from stats import StatsAggregationMethod, StatsReporter
 from trainers.policy import PolicyBlueprint, TorchPolicy
 
@@ -228,7 +228,7 @@ class EnvRunner:
         stats: dict[str, list[ReportedStat]] = {}
         rewards: dict[str, list[np.ndarray]] = {}
         for behavior_id, behavior in self._behaviors.items():
-            trajectories[behavior_id] = _drain(behavior.manager.trajectory_queue)
+            trajectories[behavior_id] = behavior.manager.trajectory_queue.drain()
             stats[behavior_id] = behavior.reporter.take()
             rewards[behavior_id], behavior.rewards[:] = list(behavior.rewards), []
         batch = RunnerBatch(
@@ -246,12 +246,3 @@ class EnvRunner:
         self._new_specs = {}
         self._agent_steps = defaultdict(int)
         return batch
-
-
-def _drain(queue: AgentManagerQueue[Trajectory]) -> list[Trajectory]:
-    out = []
-    while True:
-        try:
-            out.append(queue.get_nowait())
-        except AgentManagerQueue.Empty:
-            return out

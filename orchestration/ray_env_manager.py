@@ -29,12 +29,11 @@ from mlagents_envs.base_env import BehaviorSpec
 from envs.parameters import ParameterValue
 from envs.workers import EnvLaunch, FaultKind, RestartBudget, WorkerFault
 from envs.workers.pool import with_parameters
-from orchestration.env_manager import BehaviorRuntime
+from orchestration.env_manager import BehaviorRuntime, allow_restart
 from orchestration.env_runner import EnvRunner, RunnerBatch
 from processors import AgentManagerQueue
 from stats import PerfKind, PerfStats, Timers, timed_method
 from stats.timer_names import ENV_STEP, ENV_WAIT, PROCESS_STEPS
-from trainers.exceptions import RunEnvironmentError
 
 logger = logging.getLogger(__name__)
 
@@ -282,20 +281,11 @@ class RayEnvManager:
         runner = self.runners[worker_id]
         if fault.generation != runner.generation:
             return
-        if not fault.retriable:
-            raise RunEnvironmentError(fault.message)
         # an environment that fails to start is a setting to fix; a runner lost before its
         # first batch (killed, its node gone) is retried like any other
-        if fault.generation == 0 and not runner.stepped and fault.kind is not FaultKind.LOST:
-            raise RunEnvironmentError(f"{fault.message} (while starting worker {worker_id}; not retried)")
-        now = self._clock()
-        if not self.restarts.allows(worker_id, now):
-            raise RunEnvironmentError(
-                f"worker {worker_id} {fault.kind.value} and is past its restart limit "
-                f"({self.restarts.describe()}): {fault.message}"
-            )
+        starting = fault.generation == 0 and not runner.stepped and fault.kind is not FaultKind.LOST
+        allow_restart(fault, self.restarts, self._clock(), starting=starting)
         logger.warning("Restarting env runner[%d] after '%s'", worker_id, fault.message)
-        self.restarts.record(worker_id, now)
         self.restart_count += 1
         ray.kill(runner.actor, no_restart=True)
         self._spawn(worker_id, runner.generation + 1)

@@ -81,6 +81,15 @@ class AgentManagerQueue(Generic[T]):
                 self._not_full.notify()
             return item
 
+    def drain(self) -> list[T]:
+        """Every queued item, oldest first, leaving the queue empty."""
+        with self._lock:
+            items = list(self._items)
+            self._items.clear()
+            if self._maxlen:
+                self._not_full.notify_all()
+            return items
+
     def get(self, timeout: float | None = None) -> T:
         """The oldest item, waiting up to ``timeout`` seconds (0: not at all, None: forever);
         raises ``AgentManagerQueue.Empty`` if none arrives."""

@@ -27,6 +27,18 @@ def test_fifo_and_attributes():
     assert [q.get_nowait() for _ in range(3)] == [0, 1, 2]
 
 
+def test_drain_takes_everything_in_order_and_frees_a_blocked_producer():
+    q: AgentManagerQueue[int] = AgentManagerQueue("B?team=0", maxlen=2)
+    q.put(0)
+    q.put(1)
+    producer = threading.Thread(target=q.put, args=(2,))
+    producer.start()
+    time.sleep(0.05)
+    assert q.drain() == [0, 1]
+    producer.join(5)
+    assert not producer.is_alive() and q.drain() == [2] and q.drain() == []
+
+
 def test_full_bounded_queue_blocks_producer_until_consumer_takes():
     q: AgentManagerQueue[int] = AgentManagerQueue("B", maxlen=1)
     q.put(0)

@@ -18,7 +18,7 @@ from envs.workers import EnvLaunch, InProcessPool
 from orchestration.env_manager import BehaviorRuntime, EnvManager
 from orchestration.env_runner import EnvRunner
 from orchestration.run import build_run, check_run
-from processors import AgentManager, AgentManagerQueue
+from processors import AgentManager
 from stats import StatsHub, StatsWriter
 from stats.tags import CUMULATIVE_REWARD, EPISODE_LENGTH
 from tests.support.learning import RewardLog, config
@@ -28,15 +28,6 @@ from trainers.registry import TrainerRegistry
 from trainers.settings import NetworkSettings, RunOptions
 
 HORIZON = 16
-
-
-def drain(queue: AgentManagerQueue) -> list:
-    out = []
-    while True:
-        try:
-            out.append(queue.get_nowait())
-        except AgentManagerQueue.Empty:
-            return out
 
 
 def test_a_runner_makes_the_env_managers_trajectories_and_stats_exactly():
@@ -54,7 +45,7 @@ def test_a_runner_makes_the_env_managers_trajectories_and_stats_exactly():
     while manager.perf.env_steps_total() < 150:
         manager.advance()
     (behavior_id,) = manager.runtimes
-    expected = drain(manager.runtimes[behavior_id].manager.trajectory_queue)
+    expected = manager.runtimes[behavior_id].manager.trajectory_queue.drain()
 
     runner = EnvRunner(launch, 0, 0, policy_seed=11)
     first = runner.start()
