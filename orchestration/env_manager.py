@@ -206,14 +206,9 @@ class EnvManager:
 
     def _load_policies(self) -> None:
         for runtime in self.runtimes.values():
-            weights = None
-            while True:
-                try:
-                    weights = runtime.manager.policy_queue.get_nowait()
-                except AgentManagerQueue.Empty:
-                    break
-            if weights is not None:
-                runtime.policy.load_weights(weights)
+            published = runtime.manager.policy_queue.drain()
+            if published:  # only the newest counts
+                runtime.policy.load_weights(published[-1])
                 runtime.weights_version += 1
 
     def set_env_parameters(self, parameters: Mapping[str, ParameterValue]) -> None:

@@ -163,14 +163,9 @@ class RayEnvManager:
 
     def _load_policies(self) -> None:
         for behavior_id, runtime in self.runtimes.items():
-            weights = None
-            while True:
-                try:
-                    weights = runtime.manager.policy_queue.get_nowait()
-                except AgentManagerQueue.Empty:
-                    break
-            if weights is not None:
-                runtime.policy.load_weights(weights)
+            published = runtime.manager.policy_queue.drain()
+            if published:  # only the newest counts, put in the object store once for every runner
+                runtime.policy.load_weights(published[-1])
                 ref = ray.put(runtime.policy.get_weights())
                 for runner in self.runners.values():
                     runner.actor.set_weights.remote(behavior_id, ref)
