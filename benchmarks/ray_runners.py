@@ -88,6 +88,7 @@ def wire_bytes(launch, env_steps: int = 200) -> dict:
     from envs.workers import InProcessPool
     from orchestration.env_manager import EnvManager
     from orchestration.env_runner import EnvRunner
+    from orchestration.ray_env_manager import STEPS_PER_SAMPLE
 
     create_runtime = create_runtime_factory()
     pool = InProcessPool(launch)
@@ -126,7 +127,7 @@ def wire_bytes(launch, env_steps: int = 200) -> dict:
             for behavior_id, spec in batch.new_specs.items():  # as the learner adds them
                 runtime = create_runtime(behavior_id, spec.to_spec())
                 runner.add_behavior(behavior_id, runtime.policy.blueprint(), HORIZON)
-            batch = runner.sample(64, 10.0)
+            batch = runner.sample(STEPS_PER_SAMPLE, 10.0)
             shipped += len(pickle.dumps(batch, protocol=5))
             steps += sum(batch.agent_steps.values())
     finally:
