@@ -135,6 +135,17 @@ def two_nodes():
     cluster.shutdown()
 
 
+def all_cpus_free(timeout: float = 30.0) -> None:
+    """Wait until the actors of earlier runs have given their CPUs back (a kill frees them
+    asynchronously), so that SPREAD has both nodes to place runners on."""
+    import ray
+
+    deadline = time.monotonic() + timeout
+    while ray.available_resources().get("CPU", 0.0) < ray.cluster_resources().get("CPU", 0.0):
+        assert time.monotonic() < deadline, (ray.available_resources(), ray.cluster_resources())
+        time.sleep(0.1)
+
+
 class NodeLog(StatsWriter):
     """Calls ``act(step)`` once, at the first summary at or past ``at``."""
 
@@ -174,6 +185,7 @@ def test_3dball_learns_on_two_nodes_and_survives_a_killed_runner(tmp_path, two_n
         ray.kill(holder["run"].env_manager.runners[0].actor, no_restart=True)
 
     killer = NodeLog(12_000, kill_runner_0)
+    all_cpus_free()
     run = build_run(
         ray_options(tmp_path, cluster.address, max_steps=48_000, run_id="two"), writers=[log, killer], console=False
     )
@@ -265,6 +277,7 @@ def test_a_lost_node_is_reported_and_its_runner_placed_again(tmp_path, two_nodes
         removed.set()
 
     trigger = NodeLog(4_000, remove_node)
+    all_cpus_free()
     run = build_run(
         ray_options(tmp_path, cluster.address, max_steps=40_000, run_id="lost"), writers=[trigger], console=False
     )
