@@ -34,6 +34,7 @@ from orchestration.env_runner import EnvRunner, RunnerBatch
 from processors import AgentManagerQueue
 from stats import PerfKind, PerfStats, Timers, timed_method
 from stats.timer_names import ENV_STEP, ENV_WAIT, PROCESS_STEPS
+from trainers.exceptions import RunEnvironmentError
 
 logger = logging.getLogger(__name__)
 
@@ -87,8 +88,8 @@ class _Runner:
     generation: int
     call: Any  # the ObjectRef of the call in flight
     sent_at: float
-    node: Any = None  # ObjectRef -> node id, or the id once known
-    stepped: bool = False
+    node: Any = None  # ObjectRef of the id of the node it runs on
+    stepped: bool = False  # has returned env steps (a failure after that is retried)
     reset_pending: bool = False
 
 
@@ -139,7 +140,13 @@ class RayEnvManager:
         if self._started:
             return
         self._started = True
-        self._connected = connect(self.address)
+        try:
+            self._connected = connect(self.address)
+        except Exception as error:  # noqa: BLE001 - Ray's own errors, named for the user
+            raise RunEnvironmentError(
+                f"--ray-address {self.address}: cannot join the Ray cluster ({type(error).__name__}: {error}); "
+                "start one with `ray start --head`, or use local"
+            ) from error
         self._alive_nodes = {str(n["NodeID"]) for n in ray.nodes() if n.get("Alive")}
         self._nodes_checked_at = self._clock()
         logger.info(
@@ -308,8 +315,8 @@ class RayEnvManager:
 
     def close(self) -> None:
         """End every runner (and the cluster, if this run started it). Idempotent."""
-        if self._closed or not self._started:
-            self._closed = True
+        if self._closed or not self._started or not ray.is_initialized():
+            self._closed = True  # (never joined: any Ray call now would start a local cluster)
             return
         self._closed = True
         closing = [runner.actor.close.remote() for runner in self.runners.values()]
