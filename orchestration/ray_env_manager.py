@@ -90,6 +90,7 @@ class _Runner:
     sent_at: float
     node: Any = None  # ObjectRef of the id of the node it runs on
     stepped: bool = False  # has returned env steps (a failure after that is retried)
+    placed: bool = False  # its node has been logged
     reset_pending: bool = False
 
 
@@ -130,10 +131,6 @@ class RayEnvManager:
         self._closed = False
         self._alive_nodes: set[str] = set()
         self._nodes_checked_at = 0.0
-
-    @property
-    def env_steps(self) -> int:
-        return self.perf.env_steps_total()
 
     def start(self) -> None:
         """Join the cluster and start every runner (once)."""
@@ -220,7 +217,9 @@ class RayEnvManager:
             self.reset_count += 1
             self._send(runner, runner.actor.reset.remote())
             return 0
-        runner.stepped = runner.stepped or batch.env_steps > 0
+        if batch.env_steps > 0 and not runner.placed:
+            runner.stepped = runner.placed = True
+            self._log_placement(batch.worker_id, runner)
         with self.perf.measure(PerfKind.PROCESSING), self.timers.scope(PROCESS_STEPS):
             for behavior_id, trajectories in batch.trajectories.items():
                 manager = self.runtimes[behavior_id].manager
@@ -240,6 +239,15 @@ class RayEnvManager:
             return batch.env_steps
         self._send(runner, runner.actor.sample.remote(STEPS_PER_SAMPLE, SECONDS_PER_SAMPLE))
         return batch.env_steps
+
+    def _log_placement(self, worker_id: int, runner: _Runner) -> None:
+        """Say which node a runner is stepping on (its first batch is in, so the node-id call
+        queued behind its start has run)."""
+        try:
+            node_id = str(ray.get(runner.node, timeout=5.0))
+        except ray.exceptions.RayError:
+            return
+        logger.info("Env runner[%d] (generation %d) steps on Ray node %s", worker_id, runner.generation, node_id[:12])
 
     def _send(self, runner: _Runner, call: Any) -> None:
         runner.call = call
