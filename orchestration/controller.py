@@ -31,6 +31,7 @@ from stats.timer_names import ADVANCE, RESET_ENV, SAVE_MODELS, START_LEARNING
 from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus
 from trainers.ghost import GhostController, GhostTrainer
 from trainers.registry import TrainerRegistry
+from trainers.seeding import team_seed
 from trainers.settings import RunOptions, TrainerSettings
 from trainers.trainer import Trainer, TrainerThread
 
@@ -127,12 +128,13 @@ class TrainerController:
 
     def create_runtime(self, behavior_id: str, spec: BehaviorSpec) -> BehaviorRuntime:
         """Called by the env manager when ``behavior_id`` first appears."""
-        name = BehaviorIdentifiers.from_name_behavior_id(behavior_id).brain_name
+        identifiers = BehaviorIdentifiers.from_name_behavior_id(behavior_id)
+        name = identifiers.brain_name
         settings = self.settings_for(name)
         trainer = self.trainers.get(name)
         if trainer is None:
             trainer = self._create_trainer(name, spec, settings)
-        policy = trainer.policy.inference_copy(seed=self.seed + 1, device="cpu")
+        policy = trainer.policy.inference_copy(seed=team_seed(self.seed + 1, identifiers.team_id), device="cpu")
         threaded = settings.threaded and not self.inference
         manager = AgentManager(policy, behavior_id, self.reporters[name], settings.time_horizon, threaded=threaded)
         curriculum = self.curriculum

@@ -25,9 +25,10 @@ from envs.parameters import ParameterValue
 from envs.workers import EnvLaunch, OpenEnv, SpecRecord, WorkerFault, WorkerResult, classify_error, open_environment
 from envs.workers.pool import apply_and_step, observe, with_parameters
 from orchestration.env_manager import EnvStatAggregation, act_for_worker
-from processors import ActionInfo, AgentManager, Trajectory
+from processors import ActionInfo, AgentManager, BehaviorIdentifiers, Trajectory
 from stats import StatsAggregationMethod, StatsReporter
 from trainers.policy import PolicyBlueprint, TorchPolicy
+from trainers.seeding import team_seed
 
 
 @attrs.frozen
@@ -118,7 +119,8 @@ class EnvRunner:
         if behavior_id in self._behaviors:
             self._behaviors[behavior_id].policy.load_weights(blueprint.weights)
             return
-        policy = blueprint.build(seed=self._policy_seed)
+        team = BehaviorIdentifiers.from_name_behavior_id(behavior_id).team_id
+        policy = blueprint.build(seed=team_seed(self._policy_seed, team))
         reporter = RecordingReporter(behavior_id)
         manager = AgentManager(policy, behavior_id, reporter, time_horizon, threaded=False)
         rewards: list[np.ndarray] = []

@@ -59,6 +59,62 @@ def _all(flags: np.ndarray) -> bool:
     return bool(np.count_nonzero(flags) == flags.size)
 
 
+def _integers(values: Any, field: str) -> np.ndarray:
+    """An integer array of ``values`` (a list, or an array of any integer width, kept as is)."""
+    array = np.asarray(values)
+    if array.dtype.kind in "iu":
+        return array
+    if array.size == 0:
+        return array.astype(np.int32)
+    raise TypeError(f"{field} must hold integers, got {array.dtype}")
+
+
+def _arrays_already(steps: DecisionSteps | TerminalSteps) -> bool:
+    """Every per-agent field of ``steps`` is an ndarray, ids of an integer dtype (what our
+    env boundary and built-in environments give: the check is all the hot path pays)."""
+    ids, groups = steps.agent_id, steps.group_id
+    return (
+        type(ids) is np.ndarray
+        and type(groups) is np.ndarray
+        and ids.dtype.kind in "iu"
+        and groups.dtype.kind in "iu"
+        and type(steps.reward) is np.ndarray
+        and type(steps.group_reward) is np.ndarray
+        and all(type(o) is np.ndarray for o in steps.obs)
+    )
+
+
+def as_decision_arrays(steps: DecisionSteps) -> DecisionSteps:
+    """``steps`` with every field an array, as ``mlagents_envs`` builds them or not (its
+    ``steps_from_proto`` gives ``group_id`` as a list; a user's environment may give lists
+    or ids of any integer width)."""
+    if _arrays_already(steps) and (steps.action_mask is None or all(type(m) is np.ndarray for m in steps.action_mask)):
+        return steps
+    mask = steps.action_mask
+    return DecisionSteps(
+        [np.asarray(o) for o in steps.obs],
+        np.asarray(steps.reward, np.float32),
+        _integers(steps.agent_id, "DecisionSteps.agent_id"),
+        None if mask is None else [np.asarray(m, bool) for m in mask],
+        _integers(steps.group_id, "DecisionSteps.group_id"),
+        np.asarray(steps.group_reward, np.float32),
+    )
+
+
+def as_terminal_arrays(steps: TerminalSteps) -> TerminalSteps:
+    """:func:`as_decision_arrays` for TerminalSteps."""
+    if _arrays_already(steps) and type(steps.interrupted) is np.ndarray:
+        return steps
+    return TerminalSteps(
+        [np.asarray(o) for o in steps.obs],
+        np.asarray(steps.reward, np.float32),
+        np.asarray(steps.interrupted, bool),
+        _integers(steps.agent_id, "TerminalSteps.agent_id"),
+        _integers(steps.group_id, "TerminalSteps.group_id"),
+        np.asarray(steps.group_reward, np.float32),
+    )
+
+
 def _has_groups(steps: DecisionSteps | TerminalSteps) -> bool:
     """Some agent of ``steps`` is in a group or got a group reward."""
     return bool(np.count_nonzero(steps.group_id) > 0 or np.count_nonzero(steps.group_reward) > 0)
@@ -133,8 +189,10 @@ class AgentProcessor:
 
         ``previous_action`` is what the agents of this worker were told to do after their
         previous decision. Terminal rows are handled before decision rows, so an id in both
-        ends an episode and starts a new one.
+        ends an episode and starts a new one. The steps are taken as ``mlagents_envs`` builds
+        them (lists or arrays, ids of any integer width).
         """
+        decision_steps, terminal_steps = as_decision_arrays(decision_steps), as_terminal_arrays(terminal_steps)
         n_decisions, n_terminals = len(decision_steps), len(terminal_steps)
         if self._table is None:
             if n_decisions == 0 and n_terminals == 0:

@@ -37,6 +37,15 @@ def stream_seed(seed: int, stream: Stream) -> int:
     return int((int(state[0]) << 31) ^ int(state[1]))
 
 
+def team_seed(seed: int, team: int) -> int:
+    """The seed of team ``team``'s acting policy, for a run whose acting policies draw from
+    ``seed``. The teams of one behavior name start from the same weights: with one stream they
+    would draw the same actions for the same observations, and a symmetric game played against
+    its own mirror image never ends in a win (ML-Agents draws every team's actions from one
+    global generator). Team 0 keeps ``seed``."""
+    return seed + 7919 * team
+
+
 def generator(seed: int, stream: Stream, device: str | torch.device = "cpu") -> torch.Generator:
     """A ``torch.Generator`` on ``device`` seeded for ``stream`` of ``seed``."""
     return torch.Generator(device=device).manual_seed(stream_seed(seed, stream))

@@ -73,8 +73,9 @@ class TakenActions(NamedTuple):
 class StepsRecord(NamedTuple):
     """One behavior's DecisionSteps and TerminalSteps of one worker as plain arrays.
 
-    ``d_*``: N deciding agents (obs one [N, *shape] per sensor; ``d_mask`` one [N, branch]
-    bool per branch, True = masked, or None); ``t_*``: M agents whose episode ended.
+    ``d_*``: N deciding agents (obs one [N, *shape] per sensor; rewards [N] float32; agent and
+    group ids [N] int32, group 0 = none; ``d_mask`` one [N, branch] bool per branch, True =
+    masked, or None); ``t_*``: M agents whose episode ended (``t_interrupted`` [M] bool).
     ``taken``: actions some deciding agents took themselves (None for every environment but
     the policy server's, see :class:`TakenActions`).
     """
@@ -95,20 +96,24 @@ class StepsRecord(NamedTuple):
 
     @staticmethod
     def from_steps(decision: DecisionSteps, terminal: TerminalSteps, taken: TakenActions | None = None) -> StepsRecord:
+        """The record of steps as any ``BaseEnv`` hands them over: ``mlagents_envs`` gives
+        ``group_id`` as a list, a user's environment may give lists or integers of any width.
+        Each field becomes an array of the dtype documented above (arrays already so are
+        kept, not copied)."""
         mask = decision.action_mask
         return StepsRecord(
-            tuple(decision.obs),
-            decision.reward,
-            decision.agent_id,
-            None if mask is None else tuple(mask),
-            decision.group_id,
-            decision.group_reward,
-            tuple(terminal.obs),
-            terminal.reward,
-            terminal.interrupted,
-            terminal.agent_id,
-            terminal.group_id,
-            terminal.group_reward,
+            tuple(np.asarray(o) for o in decision.obs),
+            np.asarray(decision.reward, np.float32),
+            _ids(decision.agent_id, "DecisionSteps.agent_id"),
+            None if mask is None else tuple(np.asarray(m, bool) for m in mask),
+            _ids(decision.group_id, "DecisionSteps.group_id"),
+            np.asarray(decision.group_reward, np.float32),
+            tuple(np.asarray(o) for o in terminal.obs),
+            np.asarray(terminal.reward, np.float32),
+            np.asarray(terminal.interrupted, bool),
+            _ids(terminal.agent_id, "TerminalSteps.agent_id"),
+            _ids(terminal.group_id, "TerminalSteps.group_id"),
+            np.asarray(terminal.group_reward, np.float32),
             taken,
         )
 
@@ -125,6 +130,15 @@ class StepsRecord(NamedTuple):
             list(self.t_obs), self.t_reward, self.t_interrupted, self.t_agent_id, self.t_group_id, self.t_group_reward
         )
         return decision, terminal
+
+
+def _ids(values: object, field: str) -> np.ndarray:
+    """[N] int32 ids from a list or an integer array of any width (Unity's ids are int32; the
+    processors key agents by the low 32 bits, so narrowing a wider array loses nothing)."""
+    ids = np.asarray(values)
+    if ids.dtype.kind not in "iu" and ids.size > 0:
+        raise TypeError(f"{field} must hold integers, got {ids.dtype} ({ids[:3].tolist()}...)")
+    return ids.astype(np.int32, copy=False)
 
 
 class FaultKind(enum.Enum):

@@ -28,6 +28,27 @@ Scenes (``--scene`` or env ``STANDIN_SCENE``):
 - ``large``: 1 agent with one raw float camera ``(S, S, 3)``, S = ``--image-size`` (600:
   4.3 MB per message, beyond gRPC's default 4 MB cap).
 
+Scenes in the shape of ML-Agents' multi-agent examples, for their ``poca/*.yaml`` configs: the
+behavior names, teams, group sizes, vector widths and action branches of the Unity scene, with
+agent groups (``SimpleMultiAgentGroup``) and ``--areas`` playing areas (2), each area one group
+per team. A shared ball (or block) moves with the sum of the members' pushes (branch 0: 1
+forward, 2 back); every decision costs ``-1/max_step`` (individual reward).
+
+- ``soccer_twos``: ``SoccerTwos?team=0`` and ``SoccerTwos?team=1``, 2 agents a group, 336
+  floats, branches (3, 3, 3). The ball reaching a side ends the match for both groups: group
+  reward +1 for the scoring team, -1 for the other; ``max_step`` (100) interrupts both.
+- ``strikers_vs_goalie``: ``Striker?team=0`` (2 agents, 294 floats) against ``Goalie?team=1``
+  (1 agent, 738 floats), branches (3, 3, 3), played as ``soccer_twos``.
+- ``dungeon_escape``: ``DungeonEscape?team=0``, 3 agents, 60 floats, branch (7,). Action 6
+  slays the dragon: that agent's episode ends alone (a terminal step, not interrupted) while its
+  group goes on with the key; the door then opens to the group's pushes (+1 group reward).
+- ``push_block_collab``: ``PushBlockCollab?team=0``, 3 agents, 70 floats, branch (7,); the block
+  at the goal gives the group +1.
+
+A group's episode ends for all its members at once (group reward with their terminal steps);
+then every member, fallen ones too, starts anew with fresh ids, as ``EndGroupEpisode`` and
+re-registering do in Unity.
+
 Faults on request (flags or env ``STANDIN_CRASH_AFTER`` etc.): after answering N step
 commands, the next one makes the build crash (SIGSEGV), hang (sleep, still alive) or quit
 (the quit message Unity sends on Application.Quit, then exit 0); ``--die-at-startup`` exits
@@ -50,7 +71,16 @@ from typing import NamedTuple, TextIO
 
 import numpy as np
 
-SCENES = ("balance", "visual", "two_behaviors", "large")
+SCENES = (
+    "balance",
+    "visual",
+    "two_behaviors",
+    "large",
+    "soccer_twos",
+    "strikers_vs_goalie",
+    "dungeon_escape",
+    "push_block_collab",
+)
 COMMUNICATION_VERSION = "1.5.0"
 PACKAGE_VERSION = "2.3.0-exp.3"
 
@@ -193,6 +223,9 @@ class Group:
         self.ids = np.zeros(n_agents, dtype=np.int64)
         self.episode_step = np.zeros(n_agents, dtype=np.int64)
         self.pending_reward = np.zeros(n_agents, dtype=np.float64)
+        self.group_ids = np.zeros(n_agents, dtype=np.int64)  # 0: in no group
+        self.pending_group_reward = np.zeros(n_agents, dtype=np.float64)
+        self.alive = np.ones(n_agents, dtype=bool)  # False: ended alone, waiting for its group
         self.cont_actions = np.zeros((n_agents, self.continuous), dtype=np.float32)
         self.disc_actions = np.zeros((n_agents, len(self.branches)), dtype=np.int64)
         self.deciding: np.ndarray = np.zeros(0, dtype=np.int64)
@@ -211,6 +244,10 @@ class Group:
     def action_mask(self, idx: np.ndarray) -> np.ndarray | None:
         """bool ``[k, sum(branches)]``, True = action not allowed; None for no masks."""
         return None
+
+    def to_restart(self, done: np.ndarray) -> np.ndarray:
+        """Of the agents ``done`` whose episodes just ended, those that start a new one now."""
+        return done
 
 
 class BalanceGroup(Group):
@@ -351,6 +388,101 @@ class LargeGroup(Group):
         return [frames.astype(np.float32) / np.float32(255.0)]
 
 
+class Arena:
+    """The shared state of a multi-agent scene's playing areas: a ball (or block, or door)
+    position per area that the teams' groups push, advanced once per academy step."""
+
+    def __init__(self, areas: int, kind: str) -> None:
+        self.kind = kind  # "versus" (two teams), "escape" (a key first) or "push"
+        self.ball = np.zeros(areas)
+        self.key = np.zeros(areas, dtype=bool)
+        self.ended = np.zeros(areas, dtype=bool)  # the match of the area ended this step
+        self.result = np.zeros((areas, 2))  # its group reward per team
+        self.teams: list[TeamGroup] = []
+
+    def reset_areas(self, areas: np.ndarray) -> None:
+        self.ball[areas] = 0.0
+        self.key[areas] = False
+
+    def advance(self) -> None:
+        """Move every area's ball by the teams' pushes; mark the matches that end now."""
+        push = np.zeros((len(self.teams), len(self.ball)))
+        for t, team in enumerate(self.teams):
+            action = np.where(team.alive, team.disc_actions[:, 0], 0)
+            np.add.at(push[t], team.area, (action == 1).astype(float) - (action == 2))
+            team.fell[:] = False
+            if self.kind == "escape":  # the first agent of an area to slay the dragon falls
+                for i in np.flatnonzero(action == 6):
+                    if not self.key[team.area[i]]:
+                        self.key[team.area[i]] = True
+                        team.fell[i] = True
+        self.result[:] = 0.0
+        if self.kind == "versus":
+            self.ball += 0.1 * (push[0] - push[1])
+            self.ended = np.abs(self.ball) >= 1.0
+            self.result[:, 0] = np.sign(self.ball) * self.ended
+            self.result[:, 1] = -self.result[:, 0]
+        else:
+            moving = self.key if self.kind == "escape" else np.ones_like(self.key)
+            self.ball = np.maximum(self.ball + 0.1 * push[0] * moving, 0.0)
+            self.ended = self.ball >= 1.0
+            self.result[:, 0] = self.ended.astype(float)
+
+
+class TeamGroup(Group):
+    """One team's agents in a multi-agent scene: ``size`` agents per area in one agent group."""
+
+    def __init__(
+        self,
+        name: str,
+        team: int,
+        size: int,
+        width: int,
+        branches: tuple[int, ...],
+        arena: Arena,
+        *args,
+        **kwargs,
+    ) -> None:
+        self.name = name
+        self.branches = branches
+        self.observations = (ObsDef("VectorSensor", (width,)),)
+        areas = len(arena.ball)
+        super().__init__(size * areas, [1] * (size * areas), *args, **kwargs)
+        self.team, self.size, self.arena = team, size, arena
+        self.area = np.arange(self.n) // size
+        self.group_ids[:] = 1 + team * areas + self.area  # nonzero, one per area and team
+        self.fell = np.zeros(self.n, dtype=bool)
+        arena.teams.append(self)
+
+    def reset_agents(self, idx: np.ndarray) -> None:
+        self.arena.reset_areas(np.unique(self.area[idx]))
+
+    def physics(self) -> tuple[np.ndarray, np.ndarray]:
+        arena, alive = self.arena, self.alive
+        ended = arena.ended[self.area] & alive
+        self.pending_group_reward += np.where(ended, arena.result[self.area, self.team], 0.0)
+        rewards = np.where(alive, -1.0 / self.max_step, 0.0)
+        return rewards, (ended | self.fell) & alive
+
+    def observe(self, idx: np.ndarray) -> list[np.ndarray]:
+        area = self.area[idx]
+        features = np.zeros((len(idx), self.observations[0].shape[0]), dtype=np.float32)
+        features[:, 0] = self.arena.ball[area] * (1 - 2 * self.team)
+        features[:, 1] = self.arena.key[area]
+        features[:, 2] = self.episode_step[idx] / self.max_step
+        features[:, 3] = idx % self.size
+        features[:, 4] = [self.alive[self.area == a].sum() for a in area]
+        return [features]
+
+    def to_restart(self, done: np.ndarray) -> np.ndarray:
+        """A fallen agent waits for its group; a group whose episode ended (or was cut at
+        ``max_step``) restarts whole."""
+        fallen = done[self.fell[done] & ~self.arena.ended[self.area[done]]]
+        self.alive[fallen] = False
+        ended_areas = np.unique(self.area[np.setdiff1d(done, fallen)])
+        return np.flatnonzero(np.isin(self.area, ended_areas))
+
+
 def make_groups(options: argparse.Namespace, rng: np.random.Generator, params: dict[str, float]) -> list[Group]:
     """The agent groups of ``options.scene``."""
     scene = options.scene
@@ -371,6 +503,22 @@ def make_groups(options: argparse.Namespace, rng: np.random.Generator, params: d
     if scene == "large":
         n = options.agents or 1
         return [LargeGroup(n, [1] * n, max_step or 100, 0, rng, params, image_size=options.image_size or 600)]
+    areas, max_step = options.areas or 2, max_step or 100
+    if scene in ("soccer_twos", "strikers_vs_goalie"):
+        arena = Arena(areas, "versus")
+        if scene == "soccer_twos":
+            teams = [("SoccerTwos?team=0", 2, 336), ("SoccerTwos?team=1", 2, 336)]
+        else:
+            teams = [("Striker?team=0", 2, 294), ("Goalie?team=1", 1, 738)]
+        return [
+            TeamGroup(name, team, size, width, (3, 3, 3), arena, max_step, 0, rng, params)
+            for team, (name, size, width) in enumerate(teams)
+        ]
+    if scene in ("dungeon_escape", "push_block_collab"):
+        escape = scene == "dungeon_escape"
+        arena = Arena(areas, "escape" if escape else "push")
+        name, width = ("DungeonEscape?team=0", 60) if escape else ("PushBlockCollab?team=0", 70)
+        return [TeamGroup(name, 0, 3, width, (7,), arena, max_step, 0, rng, params)]
     raise ValueError(f"unknown scene {scene!r}; choose one of {', '.join(SCENES)}")
 
 
@@ -390,12 +538,15 @@ class Academy:
         self.need_physics = False
         self.stats: list[bytes] = []
         self.done_infos: dict[str, list] = {}
+        self.arenas = list({id(g.arena): g.arena for g in groups if isinstance(g, TeamGroup)}.values())
 
     def _new_episodes(self, group: Group, idx: np.ndarray) -> None:
         group.ids[idx] = np.arange(self.next_id, self.next_id + len(idx))
         self.next_id += len(idx)
         group.episode_step[idx] = 0
         group.pending_reward[idx] = 0.0
+        group.pending_group_reward[idx] = 0.0
+        group.alive[idx] = True
         group.cont_actions[idx] = 0.0
         group.disc_actions[idx] = 0
         group.reset_agents(idx)
@@ -438,6 +589,8 @@ class Academy:
             info = infos.add()
             info.reward = group.pending_reward[i]
             info.id = int(group.ids[i])
+            info.group_id = int(group.group_ids[i])
+            info.group_reward = group.pending_group_reward[i]
             if done:
                 info.done = True
                 info.max_step_reached = bool(interrupted[row])
@@ -458,8 +611,11 @@ class Academy:
                 else:
                     obs.float_data.data.extend(values[row].ravel().tolist())
             group.pending_reward[i] = 0.0
+            group.pending_group_reward[i] = 0.0
 
     def _physics(self, output_infos) -> None:
+        for arena in self.arenas:
+            arena.advance()
         for group in self.groups:
             if not group.active:
                 continue
@@ -467,14 +623,14 @@ class Academy:
             group.pending_reward += rewards
             group.episode_step += 1
             interrupted = (group.episode_step >= group.max_step) & ~terminated
-            done = np.flatnonzero(terminated | interrupted)
+            done = np.flatnonzero((terminated | interrupted) & group.alive)
             if len(done) == 0:
                 continue
             infos = output_infos[group.name].value
             self._info(group, done, group.observe(done), None, infos, True, interrupted[done])
             for i in done:
                 self.stats.append(stats_message("StandIn/episode_length", float(group.episode_step[i]), AGG_AVERAGE))
-            self._new_episodes(group, done)
+            self._new_episodes(group, group.to_restart(done))
 
     def run_until_message(self, output) -> None:
         """Advance academy steps until some agent decides or ends; fill ``output``
@@ -496,7 +652,7 @@ class Academy:
                     continue
                 # As Unity's DecisionRequester: every `period` academy steps, counted from the
                 # last environment reset, so agents stay in step across episodes.
-                deciding = np.flatnonzero(self.academy_step % group.periods == 0)
+                deciding = np.flatnonzero((self.academy_step % group.periods == 0) & group.alive)
                 group.deciding = deciding
                 if len(deciding):
                     self._info(
@@ -573,6 +729,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("-logFile", "-logfile", dest="log_file", default=None)
     parser.add_argument("--scene", choices=SCENES, default=os.environ.get("STANDIN_SCENE", "balance"))
     parser.add_argument("--agents", type=int, default=_env_int("STANDIN_AGENTS"))
+    parser.add_argument("--areas", type=int, default=_env_int("STANDIN_AREAS"))
     parser.add_argument("--max-step", type=int, default=_env_int("STANDIN_MAX_STEP"))
     parser.add_argument("--image-size", type=int, default=_env_int("STANDIN_IMAGE_SIZE"))
     parser.add_argument("--crash-after", type=int, default=_env_int("STANDIN_CRASH_AFTER"))
