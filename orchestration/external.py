@@ -1,6 +1,7 @@
 """The run's side of ``--env external:PORT``: the policy server is an environment like any
 other (one in-process worker); this module gives it the run's policies as ONNX models for
-clients that act locally (``envs`` cannot import ``trainers``)."""
+clients that act locally, and the run's configuration to refuse behaviors it cannot train
+(``envs`` cannot import ``trainers``)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import os
 import tempfile
 from collections.abc import Mapping
 
-from envs.external.server import PolicyServerEnv
-from envs.workers import EnvLaunch, InProcessPool, OpenEnv, open_environment
+from envs.external.server import BehaviorCheck, PolicyServerEnv
+from envs.workers import EnvLaunch, InProcessPool, OpenEnv
 from orchestration.env_manager import BehaviorRuntime
+from trainers.exceptions import ConfigError
 from trainers.onnx_export import export_policy_onnx
+from trainers.settings import RunOptions
 
 
 class OnnxModels:
@@ -27,6 +30,11 @@ class OnnxModels:
     def attach(self, runtimes: Mapping[str, BehaviorRuntime]) -> None:
         """Serve the policies of ``runtimes`` (the env manager's, filled as behaviors appear)."""
         self._runtimes = runtimes
+
+    def version(self, behavior_id: str) -> int:
+        """The weights version of the behavior's policy (-1: no policy yet)."""
+        runtime = self._runtimes.get(behavior_id)
+        return -1 if runtime is None else runtime.weights_version
 
     def __call__(self, behavior_id: str) -> tuple[int, bytes]:
         runtime = self._runtimes.get(behavior_id)
@@ -44,13 +52,32 @@ class OnnxModels:
         return model
 
 
-def external_pool(launch: EnvLaunch, models: OnnxModels) -> InProcessPool:
-    """The one-worker pool of the policy server, serving ``models`` to local-inference clients."""
+def behavior_check(options: RunOptions) -> BehaviorCheck:
+    """Why the run cannot train a behavior a client names (None: it can), by the rule that
+    makes its trainer (``RunOptions.behavior_settings``)."""
+
+    def check(behavior: str) -> str | None:
+        try:
+            options.behavior_settings(behavior)
+        except ConfigError as error:
+            return str(error)
+        return None
+
+    return check
+
+
+def external_pool(launch: EnvLaunch, models: OnnxModels, check: BehaviorCheck) -> InProcessPool:
+    """The one-worker pool of the policy server, serving ``models`` to local-inference clients
+    and refusing the behaviors ``check`` refuses (both in place before it listens)."""
 
     def open_server(worker_id: int) -> OpenEnv:
-        opened = open_environment(launch, worker_id)
-        if isinstance(opened.env, PolicyServerEnv):
-            opened.env.serve_models(models)
-        return opened
+        server = PolicyServerEnv(
+            launch.port(worker_id),
+            bind_address=launch.bind_address,
+            token=launch.server_token,
+            model_source=models,
+            behavior_check=check,
+        )
+        return OpenEnv(server, server.get_and_reset_stats)
 
     return InProcessPool(launch, opener=open_server)

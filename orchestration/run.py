@@ -11,7 +11,8 @@ their own ``mlagents_envs`` BaseEnv from Python::
 
 Everything that can be refused is refused in :func:`build_run` before the results folder is
 touched or an environment starts; an earlier run's folder (``--resume``) is not written to
-until the first trainer has loaded its checkpoint.
+until the first trainer has loaded its checkpoint, and its builds' logs join it when the run
+ends (:meth:`Run.place_staged_logs`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import logging
 import os
 import random
 import shutil
+import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -51,7 +53,7 @@ from orchestration.controller import RunOutcome, TrainerController
 from orchestration.curriculum import Curriculum
 from orchestration.demo_recorder import DemoRecorder
 from orchestration.env_manager import EnvManager, StepSource
-from orchestration.external import OnnxModels, external_pool
+from orchestration.external import OnnxModels, behavior_check, external_pool
 from stats import (
     PerfStats,
     StatsHub,
@@ -83,6 +85,7 @@ class Run:
     env_manager: StepSource
     hub: StatsHub
     timers: Timers
+    staged_logs: Path | None = None  # where the builds of a --resume or --inference log until the run ends
 
     def run(self) -> RunOutcome:
         cp = self.options.checkpoint_settings
@@ -94,8 +97,24 @@ class Run:
                     self.write_run_files()
             finally:
                 self.hub.close()
+                self.place_staged_logs()
         logger.info("Results in %s; see them with: tensorboard --logdir %s", self.run_dir, cp.results_dir)
         return outcome
+
+    def place_staged_logs(self) -> None:
+        """Once the environments are closed: the builds' logs into ``run_logs/`` (replacing the
+        earlier run's) if the run started (a behavior loaded its checkpoint), else left where
+        they are, said in a warning, and the earlier run's logs kept as they were."""
+        staged = self.staged_logs
+        if staged is None:
+            return
+        logs = sorted(staged.iterdir())
+        if logs and not self.controller.started:
+            logger.warning("The earlier run's files are unchanged; the Unity logs of this attempt are in %s", staged)
+            return
+        for log in logs:
+            shutil.move(log, self.run_dir / "run_logs" / log.name)
+        staged.rmdir()
 
     def write_run_files(self) -> None:
         """configuration.yaml and run_logs/timers.json of this run (not of --inference, which
@@ -147,13 +166,6 @@ def build_run(
         options = attrs.evolve(options, env_settings=attrs.evolve(env, seed=seed))
         env = options.env_settings
     run_dir = prepare_run_dir(options)
-    removed = remove_partial_writes(run_dir)
-    if removed:
-        logger.warning(
-            "Removed %d file(s) an interrupted checkpoint write left behind: %s",
-            len(removed),
-            ", ".join(str(p) for p in removed),
-        )
     status_path = run_dir / "run_logs" / "training_status.json"
     status = TrainingStatus.load(status_path) if (cp.resume or cp.inference) else TrainingStatus(status_path)
     if cp.resume and not cp.inference:
@@ -187,7 +199,13 @@ def build_run(
     curriculum = Curriculum(
         options.environment_parameters, run_seed=env.seed, status=status, resume=cp.resume or cp.inference
     )
-    launch = environment_launch(options, run_dir, env_factory, bind_address, curriculum.values())
+    # An earlier run's files stay as they are until its first behavior has loaded its checkpoint
+    # (on_started): until the run ends, the builds log to a folder of their own.
+    staged_logs = (
+        Path(tempfile.mkdtemp(prefix=f"agents-learn-{cp.run_id}-logs-")) if cp.resume or cp.inference else None
+    )
+    log_folder = staged_logs if staged_logs is not None else run_dir / "run_logs"
+    launch = environment_launch(options, log_folder, env_factory, bind_address, curriculum.values())
     launch = attrs.evolve(launch, server_token=server_token)
     if launch.is_editor:
         logger.info("Listening on port 5004. Start training by pressing the Play button in the Unity Editor.")
@@ -207,6 +225,13 @@ def build_run(
         if cp.inference:
             logger.info("--inference: acting without training or saving until stopped (Ctrl-C)")
             return
+        removed = remove_partial_writes(run_dir)
+        if removed:
+            logger.warning(
+                "Removed %d file(s) an interrupted checkpoint write left behind: %s",
+                len(removed),
+                ", ".join(str(p) for p in removed),
+            )
         write_configuration(options, run_dir / "configuration.yaml")
         logger.info("Writing results to %s; watch training with: tensorboard --logdir %s", run_dir, cp.results_dir)
 
@@ -245,7 +270,7 @@ def build_run(
         models = OnnxModels() if launch.is_external else None
         pool: EnvWorkerPool
         if models is not None:
-            pool = external_pool(launch, models)
+            pool = external_pool(launch, models, behavior_check(options))
         else:
             pool = SubprocessPool(launch, env.num_envs) if env.num_envs > 1 else InProcessPool(launch)
         recorder = DemoRecorder(record_demo) if record_demo is not None else None
@@ -255,7 +280,7 @@ def build_run(
         if models is not None:
             models.attach(env_manager.runtimes)
         manager = env_manager
-    return Run(options, run_dir, controller, manager, hub, timers)
+    return Run(options, run_dir, controller, manager, hub, timers, staged_logs)
 
 
 # ---------------------------------------------------------------- checks before any work
@@ -451,12 +476,13 @@ def finished_behaviors(options: RunOptions, status: TrainingStatus) -> dict[str,
 
 def environment_launch(
     options: RunOptions,
-    run_dir: Path,
+    log_folder: Path,
     env_factory: EnvFactory | None,
     bind_address: str,
     parameters: Mapping[str, ParameterValue],
 ) -> EnvLaunch:
-    """How each worker opens its environment, with the environment parameters' current values."""
+    """How each worker opens its environment, with the environment parameters' current values;
+    builds write their ``Player-<worker>.log`` into ``log_folder``."""
     env, engine = options.env_settings, options.engine_settings
     return EnvLaunch(
         env_path=env.env_path,
@@ -477,6 +503,6 @@ def environment_launch(
             engine.capture_frame_rate,
         ),
         env_parameters=tuple(parameters.items()),
-        log_folder=str((run_dir / "run_logs").resolve()),
+        log_folder=str(log_folder.resolve()),
         bind_address=bind_address,
     )

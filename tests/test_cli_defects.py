@@ -4,6 +4,9 @@ line on stderr now, before any work, and leaves what was there untouched."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +35,55 @@ def test_a_failed_resume_changes_nothing_of_the_earlier_run(tmp_path):
     line = one_line_error(run_cli(tmp_path, str(wider), "--run-id=r", "--resume"))
     assert "checkpoint.pt: does not fit behavior 'Basic' as configured" in line and "network_settings" in line
     assert snapshot(run) == before  # configuration.yaml, timers, logs, checkpoints: all as they were
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_failed_resume_of_a_build_leaves_its_log_as_it_was(tmp_path):
+    """The build of a refused --resume starts (its behavior's spec decides the refusal) but logs
+    elsewhere: the earlier run's ``run_logs/Player-0.log`` survives, as does every other file of
+    the results folder. A resume that works puts the new log in its place when it ends."""
+    from tests.support.standin import write_launcher
+
+    corridor = {
+        "trainer_type": "ppo",
+        "hyperparameters": {"batch_size": 32, "buffer_size": 64},
+        "network_settings": {"hidden_units": 16, "num_layers": 1, "vis_encode_type": "fully_connected"},
+        "time_horizon": 16,
+        "summary_freq": 1000,
+    }
+    configs = {}
+    for steps in (100, 300):
+        configs[steps] = tmp_path / f"corridor-{steps}.yaml"
+        configs[steps].write_text(yaml.safe_dump({"behaviors": {"Corridor": {**corridor, "max_steps": steps}}}))
+    build = ["--env", write_launcher(str(tmp_path), scene="visual"), "--seed=1", "--timeout-wait=30"]
+
+    def cli(steps: int, *args: str) -> subprocess.CompletedProcess:
+        return run_cli(tmp_path, str(configs[steps]), "--run-id=r", *build, f"--base-port={free_port()}", *args)
+
+    first = cli(100, "--env-args", "--image-size", "4")
+    assert first.returncode == 0, first.stderr
+    results = tmp_path / "results"
+    before = snapshot(results)
+    assert "[standin] scene visual" in before["r/run_logs/Player-0.log"].decode()
+
+    refused = cli(300, "--resume", "--env-args", "--image-size", "6")  # cameras 6x6, not 4x4
+    line = one_line_error(refused)
+    assert "r/Corridor/checkpoint.pt: does not fit behavior 'Corridor'" in line
+    assert snapshot(results) == before
+    (staged,) = re.findall(r"the Unity logs of this attempt are in (\S+)", refused.stdout)
+    assert (Path(staged) / "Player-0.log").is_file()
+    shutil.rmtree(staged)
+
+    resumed = cli(300, "--resume", "--env-args", "--image-size", "4")
+    assert resumed.returncode == 0, resumed.stderr
+    log = (results / "r/run_logs/Player-0.log").read_bytes()
+    assert log != before["r/run_logs/Player-0.log"] and b"[standin] scene visual" in log
+    assert not re.findall(r"the Unity logs of this attempt are in", resumed.stdout)
 
 
 def test_a_checkpoint_of_random_bytes_is_refused_before_anything_changes(tmp_path):

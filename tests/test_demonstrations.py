@@ -304,6 +304,8 @@ def test_record_demo_writes_each_behaviors_experience(tmp_path: Path) -> None:
     # Every step the agents took is in the file, but the 4 agents' last decisions (their
     # actions never came back: the run ended).
     assert demo.number_steps == run.env_manager.agent_steps - 4 == len(demo) + 1
+    header = read_demo_file(tmp_path / "demos" / "Basic.demo").meta
+    assert header.number_steps == demo.number_steps
     assert demo.number_episodes == int(demo.done.sum()) + 1
     # Basic's rewards: 0 at an episode's first step, then the step penalty plus a goal's reward.
     assert np.isclose(demo.rewards[:, None], [0.0, -0.01, 0.09, 0.99]).any(axis=1).all()

@@ -231,15 +231,46 @@ def test_an_abandoned_episode_ends_as_interrupted(server):
     staying.close()
 
 
-def test_open_episodes_are_capped():
-    env = PolicyServerEnv(0, max_episodes=2)
+def test_open_episodes_are_capped_per_connection_and_in_all():
+    env = PolicyServerEnv(0, max_episodes=3, max_episodes_per_connection=2)
     try:
-        c = client(env.address, token=None)
-        c.start_episode(), c.start_episode()
-        with pytest.raises(PolicyServerError, match="2 episodes are open, the most this server allows"):
-            c.start_episode()
-        c.close()
+        greedy, other = client(env.address, token=None), client(env.address, token=None)
+        greedy.start_episode(), greedy.start_episode()
+        with pytest.raises(PolicyServerError, match="this connection has 2 episodes open, the most one connection"):
+            greedy.start_episode()
+        other.start_episode()  # the greedy connection did not take the others' places
+        with pytest.raises(PolicyServerError, match="3 episodes are open, the most this server allows") as refused:
+            other.start_episode()
+        assert refused.value.retry
+        greedy.close(), other.close()
     finally:
+        env.close()
+
+
+def test_a_closed_connections_episodes_end_at_once_and_free_their_places():
+    env = PolicyServerEnv(0, step_wait_s=0.05, idle_timeout_s=600.0, max_episodes=2)
+    stepper = Stepper(env)
+    try:
+        gone = client(env.address, token=None)
+        episodes = [gone.start_episode(), gone.start_episode()]
+        for episode in episodes:
+            gone.get_action(episode, [np.zeros(3, np.float32)])
+        gone.log_returns(episodes[1], 0.5)
+        gone.close()  # no end_episode: the simulator quit
+        deadline = time.monotonic() + 10  # far less than the idle timeout
+        while sum(len(ids) for _, ids, _, _ in stepper.terminals) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        ended = {
+            int(i): (float(r), bool(x))
+            for _, ids, rewards, interrupted in stepper.terminals
+            for i, r, x in zip(ids, rewards, interrupted)
+        }
+        assert ended == {0: (0.0, True), 1: (0.5, True)}
+        staying = client(env.address, token=None)
+        one_episode(staying)  # the server had room again
+        staying.close()
+    finally:
+        stepper.stop()
         env.close()
 
 
@@ -409,3 +440,95 @@ def test_local_inference_steps_replay_as_the_clients_actions():
         )
     assert np.allclose(trajectory.continuous_log_probs, cont_lp.numpy(), atol=1e-5)
     assert np.allclose(trajectory.discrete_log_probs, disc_lp.numpy(), atol=1e-5)
+
+
+def test_local_clients_fetch_a_new_model_as_soon_as_a_reply_names_it():
+    env = PolicyServerEnv(0, step_wait_s=0.02)
+    manager, runtimes = manager_for(env)
+    models = OnnxModels()
+    models.attach(manager.runtimes)
+    env.serve_models(models)
+    obs = [np.ones(2, np.float32)]
+    seen: list[int] = []
+
+    def script() -> None:
+        c = PolicyClient(
+            env.address, "Walker", [(2,)], continuous_size=1, inference="local", refresh_s=3600.0, flush_steps=1
+        )
+        episode = c.start_episode()
+        c.get_action(episode, obs)
+        seen.append(c.model_version)
+        runtimes["Walker"].weights_version += 1  # as if the trainer published new weights
+        deadline = time.monotonic() + 10  # refresh_s alone would wait an hour
+        while c.model_version < 1 and time.monotonic() < deadline:
+            c.get_action(episode, obs)
+        seen.append(c.model_version)
+        c.end_episode(episode, obs)
+        c.close()
+
+    try:
+        drive(manager, script)
+    finally:
+        manager.close()
+    assert seen == [0, 1]
+    (lag, _), *_ = env.get_and_reset_stats()["Policy Server/Local Inference Lag"]
+    assert 0.0 <= lag <= 1.0  # the steps were acted with version 0 or 1 and taken at version 1
+
+
+def test_a_client_that_ignores_model_versions_still_works():
+    """An older client: no ``versions`` in log_steps, and it never reads ``model_version``."""
+    env = PolicyServerEnv(0)
+    host, port = env.address.rsplit(":", 1)
+    spec = {"observation_shapes": [[2]], "continuous_size": 1, "discrete_branches": []}
+    try:
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+
+            def request(header: dict, arrays: dict | None = None) -> dict:
+                sock.sendall(wire.encode(header, arrays))
+                payload = wire.read_frame(sock, 1 << 20)
+                assert payload is not None
+                return wire.decode(payload).header
+
+            assert request({"verb": "hello", "protocol": 1, "behavior": "Walker", "spec": spec})["model_version"] == -1
+            episode = request({"verb": "start_episode"})["episode_id"]
+            steps = {
+                "obs_0": np.zeros((2, 2), np.float32),
+                "rewards": np.zeros(2, np.float32),
+                "continuous": np.zeros((2, 1), np.float32),
+                "discrete": np.zeros((2, 0), np.int32),
+                "end_obs_0": np.zeros(2, np.float32),
+            }
+            reply = request({"verb": "log_steps", "episode_id": episode, "end": {"reward": 1.0}}, steps)
+            assert reply["ok"], reply
+        env.reset()  # takes the first of its steps
+        assert len(env.get_steps("Walker")[0]) == 1
+        assert env.get_and_reset_stats() == {}  # a step without a version has no lag to report
+    finally:
+        env.close()
+
+
+def test_while_a_client_waits_a_connection_ahead_of_the_trainer_gives_one_step_per_open_episode():
+    env = PolicyServerEnv(0, step_wait_s=0.01)
+    ahead, waiting = client(env.address, token=None), client(env.address, token=None)
+    obs = [np.zeros(3, np.float32)]
+    try:
+        for _ in range(3):  # episodes it finished before the trainer took any of their steps
+            episode = ahead.start_episode()
+            ahead.log_action(episode, obs, np.zeros(1, np.float32), np.zeros(1, np.int32))
+            ahead.end_episode(episode, obs)
+        env.step()
+        assert len(env.get_steps("Walker")[0]) == 3  # nobody waits: one step per episode
+        asking = waiting.start_episode()
+        answer = threading.Thread(target=waiting.get_action, args=(asking, obs))
+        answer.start()
+        time.sleep(0.3)  # its decision is queued
+        env.step()
+        decisions, terminals = env.get_steps("Walker")
+        assert len(decisions) + len(terminals) == 2  # the waiting client's decision and one of the other's ends
+        env.set_actions(
+            "Walker", ActionTuple(np.zeros((len(decisions), 1), np.float32), np.zeros((len(decisions), 1), np.int32))
+        )
+        answer.join(timeout=5)
+        ahead.close(), waiting.close()
+    finally:
+        env.close()

@@ -1,6 +1,7 @@
 """``agents-learn --env external:PORT`` as a user runs it: clients with the token train it to
-max_steps and the results are complete; a client without the token is refused; refused
-settings are one line before any work."""
+max_steps and the results are complete; a client without the token, one naming a behavior the
+run does not train, and one opening episodes without end are refused while the others train;
+refused settings are one line before any work."""
 
 from __future__ import annotations
 
@@ -105,6 +106,36 @@ def test_a_run_of_external_clients_completes_with_its_results(tmp_path):
     run_dir = tmp_path / "results" / "ext"
     for name in ("Simple.onnx", "Simple/checkpoint.pt", "configuration.yaml", "run_logs/stats.jsonl"):
         assert (run_dir / name).exists(), name
+    assert "Simple. Step: 600." in stdout
+
+
+@pytest.mark.slow
+def test_a_misnamed_or_greedy_client_leaves_the_others_run_unharmed(tmp_path):
+    port = free_port()
+    address = f"127.0.0.1:{port}"
+    process = start_cli(tmp_path, str(config(tmp_path, 600)), f"--env=external:{port}", "--run-id=ext", "--seed=1")
+    try:
+        greedy = PolicyClient(address, "Simple", [(1,)], discrete_branches=(2,), connect_timeout_s=60)
+        opened = 0
+        with pytest.raises(PolicyServerError, match="this connection has 256 episodes open"):
+            while opened < 2000:  # more than the whole server holds
+                greedy.start_episode()
+                opened += 1
+        with pytest.raises(
+            PolicyServerError, match=r"behavior 'Evil' is not in the run configuration \(configured: Simple\)"
+        ):
+            PolicyClient(address, "Evil", [(1,)], discrete_branches=(2,))
+        finished: list[int] = []
+        honest = threading.Thread(target=lambda: finished.append(play(address, None)))
+        honest.start()
+        stdout, stderr = process.communicate(timeout=120)
+        honest.join(timeout=30)
+        greedy.close()
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, stderr[-3000:]
+    assert opened == 256 and finished and finished[0] > 0, (opened, finished)
     assert "Simple. Step: 600." in stdout
 
 

@@ -1,5 +1,6 @@
 """Training through the policy server: several simulators call in at once (some asking for
-every action, some acting with the ONNX policy they fetched) and PPO solves their task."""
+every action, some acting with the ONNX policy they fetched) and PPO solves their task; fast
+local-inference simulators act with the newest policy and share the trainer fairly."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 
 import attrs
 import numpy as np
 import pytest
 
 from envs.external import PolicyClient, PolicyServerError
+from envs.external.server import LAG_STAT
 from orchestration.run import build_run
+from stats import StatsWriter
 from tests.support.learning import PPO_TEST_CONFIG, RewardLog
 from trainers.settings import RunOptions
 
@@ -45,7 +49,7 @@ def simulate(address: str, inference: str, seed: int, stop: threading.Event) -> 
             goal = np.array([rng.choice([-1.0, 1.0])], np.float32)
             position = 0.0
             for _ in range(20):
-                time.sleep(0.002)  # the simulator's own work: local inference does not outrun the others
+                time.sleep(0.002)  # the simulator's own work
                 _, discrete = client.get_action(episode, [goal])
                 position = float(np.clip(position + (0.5 if discrete[0] == 1 else -0.5), -1.0, 1.0))
                 if abs(position) >= 1.0:
@@ -63,17 +67,63 @@ def simulate(address: str, inference: str, seed: int, stop: threading.Event) -> 
     return episodes
 
 
+def pick_the_goal(address: str, inference: str, seed: int, stop: threading.Event) -> int:
+    """A fast simulator (no work of its own between decisions): 4 decisions per episode, each
+    showing one of 3 goals one-hot and paying 1 for choosing it (best return 4, random play
+    4/3). Runs episodes until the run ends; returns how many it finished."""
+    rng = np.random.default_rng(seed)
+    goals = np.eye(3, dtype=np.float32)
+    episodes = 0
+    try:
+        client = PolicyClient(address, "Goal", [(3,)], discrete_branches=(3,), inference=inference)
+    except (OSError, PolicyServerError):
+        return 0
+    try:
+        while not stop.is_set():
+            episode = client.start_episode()
+            for _ in range(4):
+                goal = int(rng.integers(3))
+                _, discrete = client.get_action(episode, [goals[goal]])
+                client.log_returns(episode, float(discrete[0] == goal))
+            client.end_episode(episode, [np.zeros(3, np.float32)])
+            episodes += 1
+    except (OSError, PolicyServerError):  # the run ended and the server with it
+        pass
+    finally:
+        client.close()
+    return episodes
+
+
+class LagLog(StatsWriter):
+    """The mean lag of local-inference steps of every summary that had some."""
+
+    def __init__(self) -> None:
+        self.means: list[float] = []
+
+    def write_stats(self, category, values, step):
+        if LAG_STAT in values:
+            self.means.append(float(values[LAG_STAT].mean))
+
+
 def train_through_server(
-    seed: int, inferences: tuple[str, ...], *, max_steps: int = 6000, learning_rate: float = 5e-3
-) -> tuple[list[float], list[int]]:
-    """Mean episode rewards of each summary (training stops above 0.9), and each client's
-    finished episodes."""
+    seed: int,
+    inferences: tuple[str, ...],
+    *,
+    simulator: Callable[[str, str, int, threading.Event], int] = simulate,
+    solved: float = 0.9,
+    max_steps: int = 6000,
+    summary_freq: int = 400,
+    learning_rate: float = 5e-3,
+) -> tuple[list[float], list[int], list[float]]:
+    """Mean episode rewards of each summary (training stops above ``solved``), each client's
+    finished episodes, and the mean lag (model versions) of local-inference steps per summary."""
     port = free_port()
-    log = RewardLog(until=lambda curve: curve[-1][1] > 0.9)
+    log = RewardLog(until=lambda curve: curve[-1][1] > solved)
+    lags = LagLog()
     settings = attrs.evolve(
         PPO_TEST_CONFIG,
         max_steps=max_steps,
-        summary_freq=400,
+        summary_freq=summary_freq,
         hyperparameters=attrs.evolve(PPO_TEST_CONFIG.hyperparameters, learning_rate=learning_rate),
     )
     options = RunOptions(default_settings=settings)
@@ -83,14 +133,14 @@ def train_through_server(
             env_settings=attrs.evolve(options.env_settings, env_path=f"external:{port}", seed=seed),
             checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=results, run_id="server"),
         )
-        run = build_run(options, writers=[log], console=False, stop=log.stop)
+        run = build_run(options, writers=[log, lags], console=False, stop=log.stop)
         watchdog = threading.Timer(120.0, log.stop.set)  # a stuck run fails the test instead of hanging it
         watchdog.start()
         done = threading.Event()
         counts = [0] * len(inferences)
 
         def client_thread(i: int, inference: str) -> None:
-            counts[i] = simulate(f"127.0.0.1:{port}", inference, seed * 100 + i, done)
+            counts[i] = simulator(f"127.0.0.1:{port}", inference, seed * 100 + i, done)
 
         threads = [threading.Thread(target=client_thread, args=(i, inf)) for i, inf in enumerate(inferences)]
         for thread in threads:
@@ -102,16 +152,30 @@ def train_through_server(
             done.set()
             for thread in threads:
                 thread.join(timeout=30)
-        assert (run.run_dir / "Simple.onnx").exists()
-    return log.rewards, counts
+        assert list(run.run_dir.glob("*.onnx"))
+    return log.rewards, counts, lags.means
 
 
 def test_ppo_solves_simple_through_remote_and_local_clients():
-    rewards, episodes = train_through_server(seed=1, inferences=("remote", "remote", "local", "local"))
+    rewards, episodes, _ = train_through_server(seed=1, inferences=("remote", "remote", "local", "local"))
     assert rewards and rewards[-1] > 0.9, rewards  # random play scores about 0
     assert all(n > 0 for n in episodes), episodes  # every client took part
 
 
 def test_control_without_learning_stays_unsolved():
-    rewards, _ = train_through_server(seed=1, inferences=("remote", "local"), max_steps=1600, learning_rate=0.0)
+    rewards, _, _ = train_through_server(seed=1, inferences=("remote", "local"), max_steps=1600, learning_rate=0.0)
     assert max(rewards) < 0.5, rewards
+
+
+def test_fast_local_clients_act_on_the_newest_policy_and_leave_remote_ones_their_share():
+    rewards, episodes, lags = train_through_server(
+        seed=1,
+        inferences=("remote", "remote", "local", "local"),
+        simulator=pick_the_goal,
+        solved=3.8,
+        max_steps=4000,
+        summary_freq=500,
+    )
+    assert rewards[-1] > 3.5, rewards  # random play scores 1.33; on a stale policy it stayed there
+    assert min(episodes[:2]) > max(episodes[2:]) / 4, episodes  # remote ones are not crowded out (were 1 in 200)
+    assert lags, "the lag of local-inference steps reaches the run's statistics"

@@ -93,6 +93,8 @@ def test_refusals_before_any_work(tmp_path):
     assert any("the Unity Editor cannot be one" in e for e in report.errors), report.errors
     report = check_run_options(options(env_path="builtin:3DBall", ray_address=" "))
     assert any("env_settings.ray_address: must not be empty" in e for e in report.errors), report.errors
+    report = check_run_options(options(env_path="external:9900", ray_address="auto"))
+    assert any("the policy server (external:9900) runs beside the trainer" in e for e in report.errors), report.errors
     assert not list(tmp_path.iterdir())
 
 

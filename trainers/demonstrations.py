@@ -8,7 +8,11 @@ steps contiguous. ML-Agents pairs the step at position t of the file with the ne
 (t+1), so a file's steps must not interleave agents.
 
 Shape convention: ``N`` rows (transitions), ``c`` continuous action size, ``b`` discrete
-branches, ``m`` total discrete choices.
+branches, ``m`` total discrete choices. Images are ``[H, W, C]`` in memory whatever the file's
+generation: a file recorded by Unity package 3.x or later declares its cameras ``[C, H, W]``
+(dimension properties NONE, TE, TE) and holds their uncompressed pixels in that order; such
+observations are turned ``[H, W, C]`` as they are read, and written back so for a build of
+that generation (``DemonstrationWriter(channels_first=True)``).
 
 The protocol classes come from ``mlagents_envs.communicator_objects``; under protobuf >= 4 they
 load only once ``envs`` has installed its import hook (orchestration and the tests import
@@ -46,8 +50,8 @@ class Demonstrations:
     ``interrupted`` (max step reached) of step t+1. The last recorded step starts no row, and
     (as in ML-Agents) a step that ended an episode starts one whose reward and done are those
     of the next episode's first step. Several files are read as one sequence, in the order of
-    ``files``. The metadata are the files' headers, summed (``mean_reward``: weighted by
-    episodes).
+    ``files``. ``number_episodes`` and ``mean_reward`` are the files' headers', summed
+    (``mean_reward``: weighted by episodes).
     """
 
     behavior_name: str
@@ -59,7 +63,7 @@ class Demonstrations:
     rewards: np.ndarray  # [N] float32
     done: np.ndarray  # [N] bool
     interrupted: np.ndarray  # [N] bool
-    number_steps: int  # steps recorded, from the headers (N + 1 when the files hold all they count)
+    number_steps: int  # steps read from the files (N + 1)
     number_episodes: int
     mean_reward: float
 
@@ -167,7 +171,7 @@ def demo_files(demo_path: str | os.PathLike[str], *, where: str = "demo_path") -
 @attrs.define
 class DemoFile:
     """One file's messages as parsed: the header, the brain parameters, one
-    ``AgentInfoActionPairProto`` per recorded step (as many as the header counts)."""
+    ``AgentInfoActionPairProto`` per recorded step read (see :func:`read_demo_file`)."""
 
     meta: Any
     brain: Any
@@ -175,7 +179,14 @@ class DemoFile:
 
 
 def read_demo_file(path: Path, *, where: str = "demo_path") -> DemoFile:
-    """Parse one ``.demo`` file (ConfigError naming ``where`` and the file if it cannot be)."""
+    """Parse one ``.demo`` file (ConfigError naming ``where`` and the file if it cannot be).
+
+    The steps are read as ML-Agents' ``load_demonstration`` reads them: to the end of the file,
+    or until the header's ``number_steps`` are read when it counts any (what follows them is
+    not read: Unity writes its header's bytes once more there). A header that counts none (a
+    recording Unity never finished, or a file written with an empty header, as ML-Agents' own
+    tests write theirs) or more steps than the file holds is a warning naming the file.
+    """
     from google.protobuf.message import DecodeError
 
     pb = _protos()
@@ -186,8 +197,9 @@ def read_demo_file(path: Path, *, where: str = "demo_path") -> DemoFile:
         size, pos = _decode_varint(data, INITIAL_POS)
         brain = pb.Brain.FromString(data[pos : pos + size])
         pos += size
+        counted = int(meta.number_steps)
         pairs: list[Any] = []
-        while pos < len(data) and len(pairs) < meta.number_steps:
+        while pos < len(data) and (counted <= 0 or len(pairs) < counted):
             size, pos = _decode_varint(data, pos)
             if pos + size > len(data):
                 raise ValueError(f"step {len(pairs)} is cut off at byte {len(data)}")
@@ -202,6 +214,14 @@ def read_demo_file(path: Path, *, where: str = "demo_path") -> DemoFile:
         )
     if not pairs:
         raise ConfigError(f"{where}: {path} holds no recorded steps")
+    if counted <= 0 or len(pairs) < counted:
+        logger.warning(
+            "%s: %s: the header counts %d recorded steps but the file holds %d; reading them all, as ML-Agents does",
+            where,
+            path,
+            counted,
+            len(pairs),
+        )
     return DemoFile(meta, brain, pairs)
 
 
@@ -216,10 +236,25 @@ def _file_action_spec(brain: Any) -> tuple[int, tuple[int, ...]]:
     return int(spec.num_continuous_actions), tuple(int(b) for b in spec.discrete_branch_sizes)
 
 
+_NONE, _TE = 1, 2  # DimensionProperty values as stored in an ObservationProto
+_CHANNELS_FIRST = (_NONE, _TE, _TE)  # how Unity package 3.x and later declares an image
+
+
+def _channels_first(obs: Any) -> bool:
+    """Whether an ObservationProto is an image laid out ``[C, H, W]`` (Unity package 3.x+)."""
+    return len(obs.shape) == 3 and tuple(obs.dimension_properties) == _CHANNELS_FIRST
+
+
+def _stored_shape(obs: Any) -> tuple[int, ...]:
+    """An ObservationProto's shape in the ``[H, W, C]`` layout images have in memory."""
+    shape = tuple(int(s) for s in obs.shape)
+    return (shape[1], shape[2], shape[0]) if _channels_first(obs) else shape
+
+
 def _spec_mismatches(steps: DemoFile, spec: BehaviorSpec) -> list[str]:
     """How the file differs from ``spec`` (its first step's observations, its action spec)."""
     problems = []
-    file_shapes = [tuple(int(s) for s in o.shape) for o in steps.pairs[0].agent_info.observations]
+    file_shapes = [_stored_shape(o) for o in steps.pairs[0].agent_info.observations]
     shapes = [tuple(int(s) for s in o.shape) for o in spec.observation_specs]
     if len(file_shapes) != len(shapes):
         problems.append(f"{len(file_shapes)} observations {file_shapes}, the behavior has {len(shapes)} {shapes}")
@@ -237,12 +272,16 @@ def _spec_mismatches(steps: DemoFile, spec: BehaviorSpec) -> list[str]:
 
 
 def _decode_observation(obs: Any, shape: tuple[int, ...]) -> np.ndarray:
-    """One ObservationProto as mlagents_envs decodes it: float data, or PNG(s) scaled to [0, 1]."""
+    """One ObservationProto as mlagents_envs decodes it: float data, or PNG(s) scaled to [0, 1];
+    an image ``[H, W, C]`` (``shape``) whichever layout the file declares."""
     if obs.compression_type == _protos().NONE:
-        return np.asarray(obs.float_data.data, dtype=np.float32).reshape(shape)
+        values = np.asarray(obs.float_data.data, dtype=np.float32)
+        if _channels_first(obs):
+            return values.reshape(shape[2], shape[0], shape[1]).transpose(1, 2, 0)
+        return values.reshape(shape)
     from mlagents_envs.rpc_utils import process_pixels
 
-    image = process_pixels(obs.compressed_data, shape[2], list(obs.compressed_channel_mapping))
+    image = process_pixels(obs.compressed_data, shape[2], list(obs.compressed_channel_mapping))  # PNG: [H, W, C]
     return np.asarray(image, dtype=np.float32).reshape(shape)
 
 
@@ -282,7 +321,7 @@ def load_demonstrations(
                     f"{where}: {path}: step {t} has {len(info.observations)} observations, the behavior {len(shapes)}"
                 )
             for i, (o, shape) in enumerate(zip(info.observations, shapes)):
-                if tuple(o.shape) != shape:
+                if _stored_shape(o) != shape:
                     raise ConfigError(
                         f"{where}: {path}: step {t} observation {i} has shape {tuple(o.shape)}, expected {shape}"
                     )
@@ -327,7 +366,7 @@ def load_demonstrations(
         rewards=np.asarray(rewards[following], np.float32),
         done=np.asarray(done[following], bool),
         interrupted=np.asarray(interrupted[following], bool),
-        number_steps=sum(int(f.meta.number_steps) for f in files),
+        number_steps=steps,
         number_episodes=episodes,
         mean_reward=reward_sum / episodes if episodes else 0.0,
     )
@@ -359,7 +398,9 @@ class DemonstrationWriter:
     header is written by :meth:`close` (which also writes the episodes still open) with
     Unity's counts: ``number_steps`` every step written, ``number_episodes`` the episodes ended
     plus one (Unity counts one more on close), ``mean_reward`` the sum of every step's reward
-    over ``number_episodes``.
+    over ``number_episodes``. ``channels_first``: images are written as a Unity package 3.x or
+    later build records them (``[C, H, W]``, dimension properties NONE, TE, TE); they are given
+    ``[H, W, C]`` either way.
     """
 
     def __init__(
@@ -369,15 +410,21 @@ class DemonstrationWriter:
         behavior_name: str,
         behavior_spec: BehaviorSpec,
         demonstration_name: str | None = None,
+        channels_first: bool = False,
     ):
         self.path = Path(path)
         self.behavior_spec = behavior_spec
         self._pb = _protos()
         self._name = demonstration_name if demonstration_name is not None else self.path.stem
         self._shapes = [tuple(int(s) for s in o.shape) for o in behavior_spec.observation_specs]
+        self._transposed = [channels_first and len(shape) == 3 for shape in self._shapes]
         self._obs_meta = [
-            (tuple(int(d.value) for d in o.dimension_property), int(o.observation_type.value), str(o.name))
-            for o in behavior_spec.observation_specs
+            (
+                _CHANNELS_FIRST if transposed else tuple(int(d.value) for d in o.dimension_property),
+                int(o.observation_type.value),
+                str(o.name),
+            )
+            for o, transposed in zip(behavior_spec.observation_specs, self._transposed)
         ]
         self._c = int(behavior_spec.action_spec.continuous_size)
         self._branches = tuple(int(b) for b in behavior_spec.action_spec.discrete_branches)
@@ -417,18 +464,20 @@ class DemonstrationWriter:
         info = pb.Info(reward=float(reward), done=bool(done), max_step_reached=bool(max_step_reached), id=int(agent_id))
         if action_mask is not None and self._branches:
             info.action_mask.extend((~np.asarray(action_mask, bool)).tolist())
-        for o, shape, (dims, kind, name) in zip(obs, self._shapes, self._obs_meta):
-            array = np.asarray(o)
+        for o, shape, (dims, kind, name), transposed in zip(obs, self._shapes, self._obs_meta, self._transposed):
+            array = np.asarray(o).reshape(shape)
             proto = pb.Observation(observation_type=kind, name=name)
-            proto.shape.extend(shape)
+            proto.shape.extend((shape[2], shape[0], shape[1]) if transposed else shape)
             proto.dimension_properties.extend(dims)
             if array.dtype == np.uint8 and len(shape) == 3:
                 proto.compression_type = pb.PNG
-                proto.compressed_data, mapping = png_channels(array.reshape(shape))
+                proto.compressed_data, mapping = png_channels(array)
                 proto.compressed_channel_mapping.extend(mapping)
             else:
                 if array.dtype == np.uint8:
                     array = array.astype(np.float32) / np.float32(255.0)
+                if transposed:
+                    array = array.transpose(2, 0, 1)
                 proto.compression_type = pb.NONE
                 proto.float_data.data.extend(np.asarray(array, np.float32).reshape(-1).tolist())
             info.observations.append(proto)

@@ -9,12 +9,16 @@ with ``--env external:PORT``.
 
 ``inference="remote"`` asks the server for every action (one round trip per step).
 ``inference="local"`` fetches the current policy as ONNX (the model Unity runs), acts with
-onnxruntime in this process, re-fetches it every ``refresh_s`` seconds (only the version is
-sent back when unchanged), and sends each episode's steps in batches of ``flush_steps`` (and
+onnxruntime in this process, and sends each episode's steps in batches of ``flush_steps`` (and
 at its end); the server replays them as actions the client chose, so the trainer records them
-with the current policy's log-probabilities. Local inference does not support recurrent
-policies. Calls are serialized by a lock (one connection per client): for simulators stepping
-in parallel threads, one client per thread goes faster.
+with the current policy's log-probabilities. Every reply names the server's current model
+version: the client fetches a newer one before its next action (and at least every
+``refresh_s`` seconds, for servers that do not name it), so it acts with a policy at most one
+request old; the server holds ``log_steps`` while it has more of this connection's steps
+waiting than it allows, so the client runs only that far ahead of the trainer. Local inference
+does not support recurrent policies. Calls are serialized by a lock (one connection per
+client): for simulators stepping in parallel threads, one client per thread goes faster.
+Closing the client (or losing its connection) ends its open episodes as interrupted.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class _Steps:
     rewards: list[float] = attrs.field(factory=list)
     continuous: list[np.ndarray] = attrs.field(factory=list)
     discrete: list[np.ndarray] = attrs.field(factory=list)
+    versions: list[int] = attrs.field(factory=list)  # the model version that chose each action
     pending_reward: float = 0.0
 
 
@@ -63,7 +68,9 @@ class PolicyClient:
     a behavior declares them with the action spec; later ones must match). token: the
     server's ``--server-token`` (default: the ``AGENTS_LEARN_SERVER_TOKEN`` environment
     variable). timeout_s: the longest to wait for a reply. connect_timeout_s: how long to keep
-    trying while nothing listens yet (the run is starting).
+    trying while nothing listens yet (the run is starting). refresh_s (local inference): the
+    longest between checks for a newer model, beside those the server's replies prompt.
+    flush_steps (local inference): an episode's steps sent in one request.
     """
 
     def __init__(
@@ -100,6 +107,7 @@ class PolicyClient:
         self._steps: dict[str, _Steps] = {}
         self._session: Any = None
         self._model_version = -1
+        self._server_version = -1  # the newest model version a reply named
         self._fetched_at = 0.0
         token = token if token is not None else os.environ.get(TOKEN_ENV_VAR)
         spec = {
@@ -145,7 +153,7 @@ class PolicyClient:
         with self._lock:
             self._refresh_model()
             continuous, discrete = self._infer(obs)
-            self._add_step(episode_id, obs, continuous, discrete)
+            self._add_step(episode_id, obs, continuous, discrete, self._model_version)
         return continuous, discrete
 
     def log_action(
@@ -160,7 +168,7 @@ class PolicyClient:
             self._request({"verb": "log_action", "episode_id": episode_id}, arrays)
             return
         with self._lock:
-            self._add_step(episode_id, obs, cont, disc)
+            self._add_step(episode_id, obs, cont, disc, -1)
 
     def log_returns(self, episode_id: str, reward: float) -> None:
         """Add ``reward`` to what the episode's last action earned."""
@@ -182,8 +190,8 @@ class PolicyClient:
             self._flush(episode_id, end=(obs, interrupted))
 
     def close(self) -> None:
-        """Send what local inference still holds (those episodes end when the server's idle
-        timeout passes) and hang up."""
+        """Send what local inference still holds and hang up (the server then ends the
+        episodes still open as interrupted)."""
         with self._lock:
             try:
                 for episode_id in list(self._steps):
@@ -218,6 +226,9 @@ class PolicyClient:
             raise PolicyServerError(
                 str(reply.get("error", f"{header.get('verb')} refused")), retry=bool(reply.get("retry", False))
             )
+        version = reply.get("model_version")
+        if isinstance(version, int):
+            self._server_version = version
         return reply, reply_arrays
 
     def _check_obs(self, observations: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -264,7 +275,7 @@ class PolicyClient:
         self._model_version = int(header["version"])
 
     def _refresh_model(self) -> None:
-        if time.monotonic() - self._fetched_at >= self.refresh_s:
+        if self._server_version > self._model_version or time.monotonic() - self._fetched_at >= self.refresh_s:
             self._fetch_model()
 
     def _infer(self, obs: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -287,13 +298,17 @@ class PolicyClient:
         discrete = results.get("discrete_actions", np.zeros((1, 0), np.int64))[0].astype(np.int32)
         return np.clip(continuous, -1.0, 1.0), discrete
 
-    def _add_step(self, episode_id: str, obs: list[np.ndarray], continuous: np.ndarray, discrete: np.ndarray) -> None:
+    def _add_step(
+        self, episode_id: str, obs: list[np.ndarray], continuous: np.ndarray, discrete: np.ndarray, version: int
+    ) -> None:
+        """Buffer one step (``version``: of the model that chose the action; -1: the simulator did)."""
         steps = self._steps.setdefault(episode_id, _Steps())
         steps.obs.append(obs)
         steps.rewards.append(steps.pending_reward)
         steps.pending_reward = 0.0
         steps.continuous.append(continuous)
         steps.discrete.append(discrete)
+        steps.versions.append(version)
         if len(steps.rewards) >= self.flush_steps:
             self._flush(episode_id, end=None)
 
@@ -308,6 +323,7 @@ class PolicyClient:
         arrays["rewards"] = np.array(steps.rewards, np.float32)
         arrays["continuous"] = np.array(steps.continuous, np.float32).reshape(n, self.continuous_size)
         arrays["discrete"] = np.array(steps.discrete, np.int32).reshape(n, len(self.discrete_branches))
+        arrays["versions"] = np.array(steps.versions, np.int32).reshape(n)
         header: dict[str, Any] = {"verb": "log_steps", "episode_id": episode_id, "end": None}
         if end is not None:
             end_obs, interrupted = end

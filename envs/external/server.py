@@ -8,13 +8,21 @@ for an action, or one whose action the client chose itself) or its end. ``get_st
 them as DecisionSteps (with the reward logged since the episode's previous decision) and
 TerminalSteps; ``set_actions`` answers the clients waiting in ``get_action``;
 ``taken_actions`` says which decisions the clients acted on themselves. Episodes not heard
-from for ``idle_timeout_s`` end as interrupted.
+from for ``idle_timeout_s``, and those of a connection that closed, end as interrupted.
+
+No client can stop or starve the others: a ``hello`` naming a behavior the run cannot train
+is refused (``behavior_check``); one connection holds at most ``max_episodes_per_connection``
+open episodes; while a client waits for an action, a step takes from each connection at
+most one step per episode it has open, so a local-inference client that has finished episodes
+ahead of the trainer is served like one that waits for every action; and it may run only
+``max_queued_steps`` per open episode ahead. Every reply carries the current model version, so local-inference clients fetch each
+new policy before their next action.
 
 Connections are served by threads; everything they share sits behind one condition
 variable. A malformed or refused request gets an error reply and never reaches the run.
-Models for local inference come from ``model_source(behavior_id) -> (version, onnx bytes)``,
-given by the run (``envs`` cannot export policies) and always called from the thread that
-steps the environment, between steps.
+Models for local inference come from a :class:`ModelSource` given by the run (``envs``
+cannot export policies), always called from the thread that steps the environment, between
+steps.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import numpy as np
@@ -46,14 +54,30 @@ from mlagents_envs.base_env import (
     ObservationType,
     TerminalSteps,
 )
+from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 
 from envs.external import wire
 from envs.workers.records import TakenActions
 
 logger = logging.getLogger(__name__)
 
-# (behavior id) -> (version, ONNX bytes); LookupError while the behavior has no policy yet
-ModelSource = Callable[[str], tuple[int, bytes]]
+
+class ModelSource(Protocol):
+    """The run's policies, for local-inference clients."""
+
+    def version(self, behavior_id: str) -> int:
+        """The current policy's version (-1: none yet); read every step, so cheap."""
+        ...
+
+    def __call__(self, behavior_id: str) -> tuple[int, bytes]:
+        """(version, ONNX bytes); LookupError while the behavior has no policy yet."""
+        ...
+
+
+# (behavior name) -> why the run cannot train it, or None: the run's configuration, so that a
+# client's typo is refused at its hello instead of ending the run when its trainer is made.
+BehaviorCheck = Callable[[str], str | None]
+LAG_STAT = "Policy Server/Local Inference Lag"  # model versions between acting and training
 LOOPBACK = "127.0.0.1"
 # Bounds on a declared spec, so no client can make the run build a network it cannot hold.
 MAX_SENSORS = 32
@@ -88,6 +112,7 @@ class _Event:
     discrete: np.ndarray | None = None
     waiting: bool = False  # a client waits in get_action for this decision's action
     action: tuple[np.ndarray, np.ndarray] | None = None
+    version: int = -1  # the model version a local-inference client chose the action with (-1: unknown)
 
 
 @attrs.define(eq=False)
@@ -206,14 +231,21 @@ class PolicyServerEnv(BaseEnv):
 
     port: where to listen (0: any free port, see :attr:`address`). bind_address: loopback
     unless given. token: a shared secret every client must send (None: none asked).
-    max_episodes: open episodes at once (more are refused). idle_timeout_s: an episode not
+    max_episodes: open episodes at once (more are refused). max_episodes_per_connection: the
+    episodes one connection may have open (not yet ended by it): a quarter of the server by
+    default, so one runaway client leaves room for others. idle_timeout_s: an episode not
     heard from this long ends as interrupted. step_wait_s: the longest a step waits for
     a pending step (then it returns none). gather_s: after the first pending step, how long
     to wait for the clients just answered to send their next ones (bigger batches).
-    max_frame_bytes: the largest request. max_queued_steps: steps the episodes of one
-    connection may have waiting (``log_steps`` waits while more are queued, so a
-    local-inference client runs at most that far ahead of the trainer). reply_timeout_s: the longest a
-    client is kept waiting for an action or a model.
+    max_frame_bytes: the largest request. max_queued_steps: steps one connection may have
+    waiting per episode it has open (at least one): ``log_steps`` waits while more are
+    queued, so a local-inference client runs at most that many steps per episode ahead of the
+    trainer (64, the client's default batch; measured lag: about 3 model versions with 4
+    clients and PPO's test buffer of 64 steps, under 0.2 with a version every 2,048 steps).
+    reply_timeout_s: the longest a client is kept waiting for an action or a model.
+    model_source: the policies local-inference clients fetch (None: none served; see
+    :meth:`serve_models`). behavior_check: refuses the ``hello`` of a behavior the run cannot
+    train (None: any).
     """
 
     def __init__(
@@ -223,18 +255,21 @@ class PolicyServerEnv(BaseEnv):
         bind_address: str = LOOPBACK,
         token: str | None = None,
         max_episodes: int = 1024,
+        max_episodes_per_connection: int = 256,
         max_connections: int = 256,
         idle_timeout_s: float = 60.0,
         step_wait_s: float = 0.5,
         gather_s: float = 0.002,
         max_frame_bytes: int = wire.DEFAULT_MAX_FRAME_BYTES,
-        max_queued_steps: int = 1024,
+        max_queued_steps: int = 64,
         reply_timeout_s: float = 60.0,
         model_source: ModelSource | None = None,
+        behavior_check: BehaviorCheck | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.token = token or None
         self.max_episodes = max_episodes
+        self.max_episodes_per_connection = max_episodes_per_connection
         self.max_connections = max_connections
         self.idle_timeout_s = idle_timeout_s
         self.step_wait_s = step_wait_s
@@ -243,6 +278,7 @@ class PolicyServerEnv(BaseEnv):
         self.max_queued_steps = max_queued_steps
         self.reply_timeout_s = reply_timeout_s
         self._model_source = model_source
+        self._behavior_check = behavior_check
         self._clock = clock
         self._cond = threading.Condition()
         self._closed = False
@@ -254,6 +290,9 @@ class PolicyServerEnv(BaseEnv):
         self._answered: set[str] = set()  # episodes answered last step, likely to send again soon
         self._model_requests: set[str] = set()
         self._models: dict[str, tuple[int, bytes] | RequestError] = {}  # behavior -> (version, bytes) or why not
+        self._versions: dict[str, int] = {}  # behavior -> its current model version, read each step
+        self._lag_sum = 0  # of the local-inference steps taken since get_and_reset_stats
+        self._lag_count = 0
         self._connections: set[socket.socket] = set()
         self._server = _TCPServer((bind_address, port), _Handler, self)
         self._thread = threading.Thread(
@@ -284,6 +323,7 @@ class PolicyServerEnv(BaseEnv):
         """Wait (at most ``step_wait_s``) for pending steps, then take one per episode."""
         with self._cond:
             self._requeue_unanswered()
+            self._read_versions()
             deadline = self._clock() + self.step_wait_s
             while not self._closed:
                 self._serve_models()
@@ -303,8 +343,18 @@ class PolicyServerEnv(BaseEnv):
         """Take the pending steps without waiting (episodes live in the clients: nothing resets)."""
         with self._cond:
             self._requeue_unanswered()
+            self._read_versions()
             self._serve_models()
             self._take_snapshot()
+
+    def get_and_reset_stats(self) -> dict[str, list[tuple[float, StatsAggregationMethod]]]:
+        """Custom stats of the last step, as StatsSideChannel gives them: the mean lag, in model
+        versions, of the local-inference steps it took (the trainer's version then, less the
+        version the client acted with; 0: on-policy)."""
+        with self._cond:
+            total, count = self._lag_sum, self._lag_count
+            self._lag_sum = self._lag_count = 0
+        return {LAG_STAT: [(total / count, StatsAggregationMethod.AVERAGE)]} if count else {}
 
     def close(self) -> None:
         """Stop serving; clients waiting for an answer get an error reply."""
@@ -364,6 +414,11 @@ class PolicyServerEnv(BaseEnv):
                     episode.owner.queued += 1
         self._snapshots = {}
 
+    def _read_versions(self) -> None:
+        source = self._model_source
+        if source is not None:
+            self._versions = {name: source.version(name) for name in self._specs}
+
     def _has_pending(self) -> bool:
         return any(episode.events for episode in self._episodes.values())
 
@@ -372,26 +427,48 @@ class PolicyServerEnv(BaseEnv):
         for episode in list(self._episodes.values()):
             if episode.last_heard > oldest or episode.ending or episode.events:
                 continue
-            episode.ending = True
-            if episode.last_obs is None:  # never observed: nothing to end
-                del self._episodes[episode.episode_id]
-                continue
-            logger.info(
-                "Episode %s not heard from for %.0f s: ended as interrupted", episode.episode_id, self.idle_timeout_s
-            )
-            episode.events.append(_Event(_Kind.TERMINAL, episode.last_obs, episode.reward, interrupted=True))
-            episode.owner.queued += 1
-            episode.reward = 0.0
+            self._abandon(episode, f"not heard from for {self.idle_timeout_s:.0f} s")
+
+    def _abandon(self, episode: _Episode, why: str) -> None:
+        """End ``episode`` as interrupted after its queued steps (its last observation
+        bootstraps), freeing its place; one never observed just goes."""
+        self._mark_ending(episode)
+        if episode.last_obs is None:
+            del self._episodes[episode.episode_id]
+            return
+        logger.info("Episode %s %s: ended as interrupted", episode.episode_id, why)
+        episode.events.append(_Event(_Kind.TERMINAL, episode.last_obs, episode.reward, interrupted=True))
+        episode.owner.queued += 1
+        episode.reward = 0.0
+
+    @staticmethod
+    def _mark_ending(episode: _Episode) -> None:
+        """No more requests for ``episode``; it stops counting against its connection."""
+        episode.ending = True
+        episode.owner.open_episodes -= 1
 
     def _take_snapshot(self) -> None:
+        """Take one pending step per episode, oldest episodes first. While a client waits for
+        an action, take from each connection at most one per episode it has open (at least
+        one): a client that runs its episodes ahead of the trainer (local inference) is then
+        served like one that waits for each action, and its rows do not slow the replies."""
         by_behavior: dict[str, tuple[list[tuple[_Episode, _Event]], list[tuple[_Episode, _Event]]]] = {
             name: ([], []) for name in self._specs
         }
-        for episode in list(self._episodes.values()):
-            if not episode.events:
-                continue
+        pending = [episode for episode in self._episodes.values() if episode.events]
+        fair = any(episode.events[0].waiting for episode in pending)
+        share: dict[_Session, int] = {}  # steps each connection may still give this step
+        for episode in pending:
+            if fair:
+                left = share.setdefault(episode.owner, max(1, episode.owner.open_episodes))
+                if left == 0:
+                    continue
+                share[episode.owner] = left - 1
             event = episode.events.popleft()
             episode.owner.queued -= 1
+            if event.version >= 0:
+                self._lag_sum += self._versions.get(episode.behavior, -1) - event.version
+                self._lag_count += 1
             decisions, terminals = by_behavior[episode.behavior]
             if event.kind is _Kind.DECISION:
                 decisions.append((episode, event))
@@ -477,17 +554,20 @@ class PolicyServerEnv(BaseEnv):
             raise RequestError("the server has shut down (the run is over)")
         header, arrays = message
         verb = header.get("verb")
+        reply_arrays: dict[str, np.ndarray] = {}
         if verb == "hello":
-            return self._hello(session, header), {}
-        if session.behavior is None:
+            reply = self._hello(session, header)
+        elif session.behavior is None:
             raise RequestError(f"{verb!r} before 'hello': the first request of a connection must be hello")
-        handler = _VERBS.get(verb) if isinstance(verb, str) else None
-        if handler is None:
+        elif (handler := _VERBS.get(verb) if isinstance(verb, str) else None) is None:
             raise RequestError(f"unknown verb {verb!r} (known: hello, {', '.join(_VERBS)})")
-        try:
-            return handler(self, session, header, arrays)
-        except RequestError as error:
-            raise RequestError(f"{verb}: {error}", retry=error.retry) from None
+        else:
+            try:
+                reply, reply_arrays = handler(self, session, header, arrays)
+            except RequestError as error:
+                raise RequestError(f"{verb}: {error}", retry=error.retry) from None
+        assert session.behavior is not None
+        return {**reply, "model_version": self._versions.get(session.behavior, -1)}, reply_arrays
 
     def _hello(self, session: _Session, header: dict[str, Any]) -> dict[str, Any]:
         if header.get("protocol") != wire.PROTOCOL_VERSION:
@@ -504,6 +584,12 @@ class PolicyServerEnv(BaseEnv):
                 f"hello: 'behavior' must be a non-empty name of at most 256 characters, got {behavior!r}"
             )
         spec = ClientSpec.parse(header.get("spec"))
+        with self._cond:
+            declared = self._specs.get(behavior)
+            check = self._behavior_check
+        if declared is None and check is not None and (refusal := check(behavior)) is not None:
+            logger.warning("Refused a policy client of behavior %r: %s", behavior, refusal)
+            raise RequestError(f"hello: {refusal}; or correct the behavior name this client sends")
         with self._cond:
             declared = self._specs.get(behavior)
             if declared is None and len(self._specs) >= MAX_BEHAVIORS:
@@ -586,7 +672,7 @@ class PolicyServerEnv(BaseEnv):
         """Append ``event`` (lock held), waiting while its connection has too many queued."""
         deadline = self._clock() + self.reply_timeout_s
         owner = episode.owner
-        while owner.queued >= self.max_queued_steps and not self._closed:
+        while owner.queued >= self.max_queued_steps * max(1, owner.open_episodes) and not self._closed:
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise RequestError(
@@ -606,14 +692,23 @@ class PolicyServerEnv(BaseEnv):
         self, session: _Session, header: dict[str, Any], arrays: Mapping[str, np.ndarray]
     ) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         with self._cond:
+            if session.open_episodes >= self.max_episodes_per_connection:
+                raise RequestError(
+                    f"this connection has {session.open_episodes} episodes open, the most one connection may "
+                    "have: end some (end_episode), or open another connection"
+                )
             if len(self._episodes) >= self.max_episodes:
-                raise RequestError(f"{len(self._episodes)} episodes are open, the most this server allows")
+                raise RequestError(
+                    f"{len(self._episodes)} episodes are open, the most this server allows; retry when some have ended",
+                    retry=True,
+                )
             episode_id = secrets.token_hex(8)
             assert session.behavior is not None
             self._episodes[episode_id] = _Episode(
                 episode_id, self._next_agent_id, session.behavior, session, self._clock()
             )
             self._next_agent_id += 1
+            session.open_episodes += 1
         return {"episode_id": episode_id}, {}
 
     def _get_action(
@@ -670,7 +765,7 @@ class PolicyServerEnv(BaseEnv):
         with self._cond:
             episode = self._episode(session, header)
             reward, episode.reward = episode.reward, 0.0
-            episode.ending = True
+            self._mark_ending(episode)
             self._queue(episode, _Event(_Kind.TERMINAL, obs, reward, interrupted=interrupted))
         return {}, {}
 
@@ -683,10 +778,13 @@ class PolicyServerEnv(BaseEnv):
         if not np.isfinite(rewards).all():
             raise RequestError("array 'rewards' holds NaN or infinity")
         steps = int(rewards.shape[0])
-        if steps > self.max_queued_steps:
-            raise RequestError(f"{steps} steps in one request, over the limit of {self.max_queued_steps}")
         obs = self._observations(session, {k: v for k, v in arrays.items() if not k.startswith("end_")}, "obs_", steps)
         continuous, discrete = self._actions(session, arrays, steps)
+        versions = arrays.get("versions", np.full(steps, -1, np.int32))
+        if versions.dtype != np.int32 or versions.shape != (steps,):
+            raise RequestError(
+                f"array 'versions': expected int32 [{steps}], got {versions.dtype} {list(versions.shape)}"
+            )
         end = header.get("end")
         end_obs: list[np.ndarray] | None = None
         end_reward, interrupted = 0.0, False
@@ -701,12 +799,17 @@ class PolicyServerEnv(BaseEnv):
             for t in range(steps):
                 reward, episode.reward = float(rewards[t]) + episode.reward, 0.0
                 event = _Event(
-                    _Kind.DECISION, [o[t] for o in obs], reward, continuous=continuous[t], discrete=discrete[t]
+                    _Kind.DECISION,
+                    [o[t] for o in obs],
+                    reward,
+                    continuous=continuous[t],
+                    discrete=discrete[t],
+                    version=int(versions[t]),
                 )
                 self._queue(episode, event)
             if end_obs is not None:
                 reward, episode.reward = episode.reward + end_reward, 0.0
-                episode.ending = True
+                self._mark_ending(episode)
                 self._queue(episode, _Event(_Kind.TERMINAL, end_obs, reward, interrupted=interrupted))
         return {}, {}
 
@@ -746,9 +849,14 @@ class PolicyServerEnv(BaseEnv):
             self._connections.add(sock)
             return True
 
-    def _leave(self, sock: socket.socket) -> None:
+    def _leave(self, sock: socket.socket, session: _Session) -> None:
+        """Forget a closed connection; its open episodes end as interrupted at once, so their
+        places serve other clients instead of waiting out the idle timeout."""
         with self._cond:
             self._connections.discard(sock)
+            for episode in [e for e in self._episodes.values() if e.owner is session and not e.ending]:
+                self._abandon(episode, "lost its connection")
+            self._cond.notify_all()
 
 
 def _finite(value: Any, where: str) -> float:
@@ -772,13 +880,14 @@ _VERBS: dict[str, _Verb] = {
 }
 
 
-@attrs.define
+@attrs.define(eq=False)
 class _Session:
     """One connection's state: the behavior its hello named."""
 
     behavior: str | None = None
     spec: ClientSpec | None = None
     queued: int = 0  # steps of its episodes waiting to be taken
+    open_episodes: int = 0  # episodes it started and has not ended
 
 
 class _TCPServer(socketserver.ThreadingTCPServer):
@@ -827,7 +936,7 @@ class _Handler(socketserver.BaseRequestHandler):
         except OSError:  # the client went away mid-frame
             return
         finally:
-            env._leave(sock)
+            env._leave(sock, session)
 
     @staticmethod
     def _send(sock: socket.socket, frame: bytes) -> bool:

@@ -21,11 +21,13 @@ The header always has ``"arrays"``: a list of descriptors ``{"name": str, "dtype
 of ``data``; each array is C-ordered, little-endian, ``prod(shape) * itemsize`` bytes. Arrays
 may not overlap and must lie inside ``data``; at most 64 arrays of at most 8 axes.
 
-Requests carry ``"verb"`` plus the fields below; a reply carries ``"ok": true`` and its
-fields, or ``"ok": false, "error": "<what and where>", "retry": bool`` (the request was
+Requests carry ``"verb"`` plus the fields below; a reply carries ``"ok": true``,
+``"model_version"`` (int: the version of the behavior's current policy, -1 before there is
+one; a local-inference client fetches a newer one before acting again; clients may ignore it)
+and its fields, or ``"ok": false, "error": "<what and where>", "retry": bool`` (the request was
 refused; ``retry`` true: the same request may succeed later, e.g. ``get_model`` before the
-run has made the behavior's policy; the connection stays usable unless the frame itself
-could not be read).
+run has made the behavior's policy, or ``start_episode`` while the server is full; the
+connection stays usable unless the frame itself could not be read).
 
 ====================  ======================================================  ========================
 verb                  request fields (arrays)                                  reply fields (arrays)
@@ -33,10 +35,14 @@ verb                  request fields (arrays)                                  r
 ``hello``             ``protocol`` 1, ``behavior`` (name), ``spec``:            ``behavior_id``
                       ``{"observation_shapes": [[int...]...]`` (rank 1: a
                       vector; 2: [max_entities, entity_size], all-zero rows
-                      absent; 3: an [H, W, C] image),
+                      absent; 3: an [H, W, C] image, channels last
+                      whatever a Unity client's package generation: a
+                      3.x+ camera's [C, H, W] pixels are transposed first),
                       "continuous_size": int, "discrete_branches": [int...]}``,
                       ``token`` (when the server has one). First request on
                       every connection; later requests act on this behavior.
+                      Refused for a behavior the run's configuration does not
+                      cover (the error names the configured ones).
 ``start_episode``     --                                                       ``episode_id`` (str)
 ``get_action``        ``episode_id`` (``obs_0``..``obs_{k-1}``, float32, one    (``continuous`` [c]
                       per sensor, of the declared shapes)                      float32 in [-1, 1],
@@ -50,7 +56,9 @@ verb                  request fields (arrays)                                  r
 ``log_steps``         ``episode_id``, ``end`` (null, or ``{"reward": float,    --
                       "interrupted": bool}``) (``obs_i`` [T, ...],
                       ``rewards`` [T] float32 (reward logged before step t),
-                      ``continuous`` [T, c], ``discrete`` [T, b]; with ``end``
+                      ``continuous`` [T, c], ``discrete`` [T, b], optional
+                      ``versions`` [T] int32 (the model version that chose
+                      each action; -1: the simulator did); with ``end``
                       also ``end_obs_i``): a local-inference client's steps,
                       replayed one per episode per trainer step
 ``get_model``         ``known_version`` (int, -1 for none)                      ``version``, ``format``
@@ -61,13 +69,17 @@ verb                  request fields (arrays)                                  r
 
 A declared spec holds at most 32 observations of at most 4,194,304 values each, and at most
 1024 continuous actions, branches, and choices per branch. Observations are float32 (images
-too, in whatever range the simulator uses). A server holds at most 1024 open episodes and
-lets one connection's episodes have at most 1024 steps waiting (``log_steps`` then waits for
-the trainer) by default.
+too, in whatever range the simulator uses). By default a server holds at most 1024 open
+episodes, at most 256 of them opened (and not yet ended) by one connection, and lets one
+connection have at most 64 steps waiting per episode it has open (``log_steps`` then waits
+for the trainer). Each trainer step takes at most
+one step per episode, and from one connection at most one per episode it has open: a client
+that finished episodes ahead of the trainer is served like one that waits for each action.
 
 A continuous action is in [-1, 1] (what the policy's samples become after clipping to [-3, 3]
 and dividing by 3); discrete actions are branch indices. An episode not heard from for the
-server's idle timeout is ended as interrupted (its last observation bootstraps).
+server's idle timeout, or whose connection closes, is ended as interrupted (its last
+observation bootstraps).
 """
 
 from __future__ import annotations

@@ -7,15 +7,20 @@ environment as an in-process one.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
+import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 from mlagents_envs.base_env import BaseEnv
 
 from envs.parameters import ParameterValue
+
+if TYPE_CHECKING:
+    from mlagents_envs.side_channel.side_channel import SideChannel
 
 BUILTIN_PREFIX = "builtin:"
 PYTHON_PREFIX = "python:"
@@ -29,8 +34,17 @@ LOOPBACK = "127.0.0.1"
 # A user's environment factory: called once per worker as
 # ``factory(worker_id=i, seed=seed + i)`` (plus ``env_parameters={key: value}`` when the run
 # configures environment parameters: a float for a constant, an envs.parameters.ParameterValue
-# for a sampler, which the environment draws from itself) and returns a ``mlagents_envs`` BaseEnv.
+# for a sampler, which the environment draws from itself) and returns a ``mlagents_envs`` BaseEnv,
+# which the worker resets before its first steps. A factory that declares a ``side_channels``
+# parameter gets the run's side channels (engine configuration, environment parameters, stats)
+# to open a Unity build with, ``UnityEnvironment(..., side_channels=side_channels)``: the
+# environment parameters then travel through them (``env_parameters`` is passed only if it is
+# declared too) and the build's custom stats come back through them, as for an ``--env`` build.
 EnvFactory = Callable[..., BaseEnv]
+SIDE_CHANNELS = "side_channels"
+# Where mlagents_envs logs data on a side channel nobody registered, and how that line starts.
+SIDE_CHANNEL_LOGGER = "mlagents_envs.side_channel.side_channel_manager"
+UNKNOWN_CHANNEL_WARNING = "Unknown side channel data received"
 
 
 class EnvFactoryError(ValueError):
@@ -142,13 +156,27 @@ def resolve_factory(env_path: str) -> EnvFactory:
     return factory
 
 
+def declares(factory: EnvFactory, name: str) -> bool:
+    """Whether ``factory``'s signature names the parameter ``name`` (``**kwargs`` does not count)."""
+    try:
+        parameter = inspect.signature(factory).parameters.get(name)
+    except (TypeError, ValueError):
+        return False  # a builtin or C callable
+    return parameter is not None and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+
+
 def check_factory(factory: EnvFactory, *, with_parameters: bool, where: str) -> None:
     """Refuse a factory that cannot be called the way workers will call it."""
     try:
         signature = inspect.signature(factory)
     except (TypeError, ValueError):
         return  # a builtin or C callable: trust it
-    names = ["worker_id", "seed"] + (["env_parameters"] if with_parameters else [])
+    names = ["worker_id", "seed"]
+    if declares(factory, SIDE_CHANNELS):
+        names.append(SIDE_CHANNELS)
+        with_parameters = False  # they go through the channels
+    if with_parameters:
+        names.append("env_parameters")
     try:
         signature.bind(**{name: None for name in names})
     except TypeError:
@@ -169,13 +197,30 @@ def _open_python(launch: EnvLaunch, worker_id: int, seed: int) -> OpenEnv:
         assert launch.env_path is not None
         factory = resolve_factory(launch.env_path)
     kwargs: dict[str, Any] = {"worker_id": worker_id, "seed": seed}
-    if launch.env_parameters:
+    channels = RunChannels(launch) if declares(factory, SIDE_CHANNELS) else None
+    if channels is not None:
+        kwargs[SIDE_CHANNELS] = channels.as_list()
+    if launch.env_parameters and (channels is None or declares(factory, "env_parameters")):
         kwargs["env_parameters"] = {
             key: value.numbers[0] if value.is_constant else value for key, value in launch.env_parameters
         }
     env = factory(**kwargs)
     if not isinstance(env, BaseEnv):
         raise EnvFactoryError(f"environment factory returned {type(env).__name__}, not a mlagents_envs BaseEnv")
+    from envs.builtin import BuiltinEnv
+
+    # BaseEnv's contract, as ML-Agents' env managers keep it: reset before get_steps. A built-in
+    # environment is constructed reset (BuiltinEnv): another reset would only redraw its first
+    # episodes, and a seed would play differently as a factory's than as builtin:<Name>.
+    if not isinstance(env, BuiltinEnv):
+        try:
+            env.reset()
+        except BaseException:
+            with contextlib.suppress(Exception):  # the reset's error is the one to report
+                env.close()
+            raise
+    if channels is not None:
+        return OpenEnv(env, channels.stats.get_and_reset_stats, channels.send_parameters)
     get_stats = getattr(env, "get_and_reset_stats", None)
     return OpenEnv(env, get_stats if callable(get_stats) else dict, _python_parameter_setter(env))
 
@@ -204,20 +249,82 @@ def _python_parameter_setter(env: BaseEnv) -> ParameterSetter:
     return set_parameters
 
 
+class RunChannels:
+    """The run's side channels to a Unity build: engine configuration and environment
+    parameters (``launch``'s, queued: they go with the next reset or step; later parameters
+    through :meth:`send_parameters`) and the build's custom stats."""
+
+    def __init__(self, launch: EnvLaunch) -> None:
+        from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig, EngineConfigurationChannel
+        from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
+        from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
+
+        self.engine = EngineConfigurationChannel()
+        self.engine.set_configuration(EngineConfig(*launch.engine))
+        self.parameters = EnvironmentParametersChannel()
+        self.stats = StatsSideChannel()
+        self.send_parameters(dict(launch.env_parameters))
+
+    def as_list(self) -> list[SideChannel]:
+        return [self.engine, self.parameters, self.stats]
+
+    def send_parameters(self, parameters: Mapping[str, ParameterValue]) -> None:
+        for key, value in parameters.items():
+            value.send(key, self.parameters)
+
+
+class _OncePerUnknownChannel(logging.Filter):
+    """Lets mlagents_envs' "Unknown side channel data received. Channel type: <id>." through
+    once per channel id (it comes with every message on a channel nobody registered), saying
+    so; every other record passes."""
+
+    def __init__(self) -> None:
+        from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
+
+        super().__init__()
+        self._seen: set[str] = set()
+        self._stats_channel = str(StatsSideChannel().channel_id)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if not message.startswith(UNKNOWN_CHANNEL_WARNING):
+            return True
+        if message in self._seen:
+            return False
+        self._seen.add(message)
+        record.msg = f"{message} Its data is dropped, from now on without another warning."
+        if self._stats_channel in message:
+            record.msg += (
+                " It is ML-Agents' stats channel: the build's custom stats are lost. A python: factory that "
+                f"declares a {SIDE_CHANNELS!r} parameter gets the run's channels to pass to UnityEnvironment."
+            )
+        record.args = ()
+        return True
+
+
+def warn_once_per_unknown_side_channel() -> None:
+    """From now on, mlagents_envs warns once per channel that data arrives on a side channel
+    nobody reads (a fresh count: each environment opened warns again)."""
+    channel_logger = logging.getLogger(SIDE_CHANNEL_LOGGER)
+    for old in [f for f in channel_logger.filters if isinstance(f, _OncePerUnknownChannel)]:
+        channel_logger.removeFilter(old)
+    channel_logger.addFilter(_OncePerUnknownChannel())
+
+
 def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
     """Open worker ``worker_id``'s environment; raises the environment's own exceptions."""
-    from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig
-
-    engine = EngineConfig(*launch.engine)
+    warn_once_per_unknown_side_channel()
     seed = launch.seed + worker_id
     if launch.is_python:
         return _open_python(launch, worker_id, seed)
     if launch.is_external:
-        from envs.external.server import PolicyServerEnv
-
-        server = PolicyServerEnv(launch.port(worker_id), bind_address=launch.bind_address, token=launch.server_token)
-        return OpenEnv(server, dict)
+        raise ValueError(
+            f"{launch.env_path}: the policy server is opened by the run (orchestration.external.external_pool), "
+            "which gives it the run's behaviors and models"
+        )
     if launch.is_builtin:
+        from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig
+
         from envs.builtin import make_env
 
         assert launch.env_path is not None
@@ -228,7 +335,7 @@ def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
             env_parameters=dict(launch.env_parameters),
             num_areas=launch.num_areas,
         )
-        builtin.set_engine_config(engine)
+        builtin.set_engine_config(EngineConfig(*launch.engine))
 
         def set_builtin_parameters(parameters: Mapping[str, ParameterValue]) -> None:
             for key, value in parameters.items():
@@ -236,22 +343,9 @@ def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
 
         return OpenEnv(builtin, builtin.get_and_reset_stats, set_builtin_parameters)
 
-    from mlagents_envs.side_channel.engine_configuration_channel import EngineConfigurationChannel
-    from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
-    from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
-
     from envs.unity import UnityEnvironment
 
-    engine_channel = EngineConfigurationChannel()
-    engine_channel.set_configuration(engine)
-    parameters_channel = EnvironmentParametersChannel()
-
-    def send_parameters(parameters: Mapping[str, ParameterValue]) -> None:
-        for key, value in parameters.items():
-            value.send(key, parameters_channel)  # delivered with the next step or reset
-
-    send_parameters(dict(launch.env_parameters))
-    stats_channel = StatsSideChannel()
+    channels = RunChannels(launch)
     no_graphics = launch.no_graphics or (launch.no_graphics_monitor and worker_id > 0)
     editor = launch.is_editor
     external = launch.is_external_unity
@@ -264,9 +358,9 @@ def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
         no_graphics=no_graphics,
         timeout_wait=int(max(1, round(launch.timeout_wait))),
         additional_args=list(launch.env_args),
-        side_channels=[engine_channel, parameters_channel, stats_channel],
+        side_channels=channels.as_list(),
         log_folder=None if editor or external else launch.log_folder,
         num_areas=launch.num_areas,
         bind_address=launch.bind_address,
     )
-    return OpenEnv(env, stats_channel.get_and_reset_stats, send_parameters)
+    return OpenEnv(env, channels.stats.get_and_reset_stats, channels.send_parameters)

@@ -327,6 +327,11 @@ def check_run_options(
                 "env_settings.ray_address: env runners open their own environments; the Unity Editor "
                 "cannot be one (set env_path or --env)"
             )
+        elif env.env_path.startswith("external:"):
+            c.errors.append(
+                f"env_settings.ray_address: the policy server ({env.env_path}) runs beside the trainer, which "
+                "serves its clients' steps itself; leave out --ray-address"
+            )
     c.require("env_settings.seed", env.seed, lambda v: v >= -1, "-1 (random) or >= 0")
     for name in ("max_lifetime_restarts", "restarts_rate_limit_n"):
         c.require(f"env_settings.{name}", getattr(env, name), lambda v: v >= -1, "-1 (unlimited) or >= 0")
