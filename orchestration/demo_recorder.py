@@ -9,7 +9,9 @@ so each step of the file holds an observation and the action taken at it (ML-Age
 clipped to [-1, 1]). A step that ends an episode is written at once, with zero
 actions as Unity records it (nothing is taken there), and closes the agent's episode in the
 file. Unity's own recorder stores, with each step, the action taken at the step before;
-ours keeps the action with the observation it answered.
+ours keeps the action with the observation it answered. Images are written in the layout of
+the build that sent them (``[C, H, W]`` from Unity package 3.x and later), as that build's own
+recorder would.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import NamedTuple
 import numpy as np
 from mlagents_envs.base_env import BehaviorSpec, DecisionSteps, TerminalSteps
 
+from envs.unity.versions import package_generation
 from processors import ActionInfo, BehaviorIdentifiers
 from trainers.demonstrations import DEMO_SUFFIX, DemonstrationWriter
 
@@ -42,6 +45,12 @@ class DemoRecorder:
         self.folder = Path(folder)
         self.writers: dict[str, DemonstrationWriter] = {}
         self._pending: dict[tuple[int, str, int], _Pending] = {}
+        self._channels_first: set[str] = set()  # behavior names whose builds lay images out [C, H, W]
+
+    def note_build(self, behavior_id: str, unity_package: str) -> None:
+        """The Unity package version of the build that sends ``behavior_id`` ("" if none)."""
+        if package_generation(unity_package) >= 3:
+            self._channels_first.add(BehaviorIdentifiers.from_name_behavior_id(behavior_id).brain_name)
 
     def path(self, behavior_id: str) -> Path:
         name = BehaviorIdentifiers.from_name_behavior_id(behavior_id).brain_name
@@ -51,7 +60,12 @@ class DemoRecorder:
         name = BehaviorIdentifiers.from_name_behavior_id(behavior_id).brain_name
         writer = self.writers.get(name)
         if writer is None:
-            writer = DemonstrationWriter(self.path(behavior_id), behavior_name=name, behavior_spec=spec)
+            writer = DemonstrationWriter(
+                self.path(behavior_id),
+                behavior_name=name,
+                behavior_spec=spec,
+                channels_first=name in self._channels_first,
+            )
             self.writers[name] = writer
             logger.info("Recording %s's demonstrations to %s", name, writer.path)
         return writer

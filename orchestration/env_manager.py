@@ -24,6 +24,7 @@ from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps
 from envs.parameters import ParameterValue
 from envs.workers import EnvWorkerPool, RestartBudget, WorkerFault, WorkerResult
 from envs.workers.records import TakenActions
+from orchestration.build_generations import BuildGenerations
 from orchestration.demo_recorder import DemoRecorder
 from processors import ActionInfo, AgentManager, AgentManagerQueue
 from processors.agent_processor import allowed_actions
@@ -176,6 +177,7 @@ class EnvManager:
     ):
         self.pool = pool
         self._create_runtime = create_runtime
+        self._generations = BuildGenerations()
         self.restarts = restarts if restarts is not None else RestartBudget()
         self.perf = perf if perf is not None else PerfStats()
         self.timers = timers if timers is not None else Timers()
@@ -225,6 +227,16 @@ class EnvManager:
             return
         self._reset_pending = set(range(self.pool.num_workers))
 
+    def _take_specs(self, result: WorkerResult) -> None:
+        """The behaviors a worker sends for the first time (a spec is only ever sent once per
+        worker): checked against the run's builds, and a runtime for each one new to the run."""
+        for behavior_id, spec in result.new_specs.items():
+            self._generations.check(result.worker_id, behavior_id, spec)
+            if self.recorder is not None:
+                self.recorder.note_build(behavior_id, spec.unity_package)
+            if behavior_id not in self.runtimes:
+                self.runtimes[behavior_id] = self._create_runtime(behavior_id, spec.to_spec())
+
     def _reset_worker(self, result: WorkerResult) -> bool:
         """Reset the worker of ``result`` (dropping its steps); False when the pool cannot
         (the result is then processed as usual, and no reset is requested again)."""
@@ -237,9 +249,7 @@ class EnvManager:
             self._reset_unsupported = True
             self._reset_pending.clear()
             return False
-        for behavior_id, spec in result.new_specs.items():  # a spec is only ever sent once
-            if behavior_id not in self.runtimes:
-                self.runtimes[behavior_id] = self._create_runtime(behavior_id, spec.to_spec())
+        self._take_specs(result)
         for runtime in self.runtimes.values():
             runtime.manager.discard_worker(worker_id)
         if self.recorder is not None:
@@ -284,9 +294,7 @@ class EnvManager:
         for result in results:
             worker_id = result.worker_id
             self._has_stepped.add(worker_id)
-            for behavior_id, spec in result.new_specs.items():
-                if behavior_id not in self.runtimes:
-                    self.runtimes[behavior_id] = self._create_runtime(behavior_id, spec.to_spec())
+            self._take_specs(result)
             for behavior_id, record in result.steps.items():
                 runtime = self.runtimes.get(behavior_id)
                 if runtime is None:  # the spec came in a generation that was dropped

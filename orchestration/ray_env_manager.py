@@ -29,6 +29,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from envs.parameters import ParameterValue
 from envs.workers import EnvLaunch, FaultKind, RestartBudget, WorkerFault
 from envs.workers.pool import with_parameters
+from orchestration.build_generations import BuildGenerations
 from orchestration.env_manager import BehaviorRuntime, allow_restart
 from orchestration.env_runner import EnvRunner, RunnerBatch
 from processors import AgentManagerQueue
@@ -114,6 +115,7 @@ class RayEnvManager:
         self._launch = launch
         self.num_workers = num_workers
         self._create_runtime = create_runtime
+        self._generations = BuildGenerations()
         self.address = address
         self._policy_seed = policy_seed
         self.restarts = restarts if restarts is not None else RestartBudget()
@@ -206,6 +208,7 @@ class RayEnvManager:
     def _take(self, runner: _Runner, batch: RunnerBatch) -> int:
         """Publish ``batch`` and send the runner on (or reset it, dropping the batch)."""
         for behavior_id, spec in batch.new_specs.items():
+            self._generations.check(batch.worker_id, behavior_id, spec)
             if behavior_id not in self.runtimes:
                 runtime = self._create_runtime(behavior_id, spec.to_spec())
                 self.runtimes[behavior_id] = runtime

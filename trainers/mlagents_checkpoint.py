@@ -1,6 +1,6 @@
 """Checkpoints written by mlagents-learn, read into agents-learn's PPO networks (``--initialize-from``).
 
-mlagents-learn (ML-Agents' ``TorchModelSaver``, 0.2x to 1.x) saves, per behavior, one dict of
+mlagents-learn (ML-Agents' ``TorchModelSaver``, 0.2x to 1.1) saves, per behavior, one dict of
 ``{module name: state_dict}``: ``Policy`` (the actor), ``global_step``,
 ``Optimizer:value_optimizer`` (Adam), ``Optimizer:critic`` (the value network; the actor
 itself when the critic is shared) and ``Module:<signal>`` (curiosity, GAIL, RND networks).
@@ -31,6 +31,13 @@ network's memories mean the same in both.) ``network_body.processors.*``
 repeats ``observation_encoder.processors`` and the export constants (``version_number``,
 ``*_size_vector``...) only describe the actor: neither is loaded. The optimiser, the step and
 reward-signal networks are not carried over: an initialized run starts them fresh.
+
+mlagents 1.1 (for Unity package 3.x/4.x builds) writes the same modules under the same keys as
+0.28: its torch code moved (``mlagents.trainers.torch`` -> ``torch_entities``), not its state
+dicts, and for the same network, seed and steps the two write the same tensors. Its visual
+encoders take ``[C, H, W]`` images where 0.28's permuted ``[H, W, C]`` first; the convolutions
+are ``[out, C, kh, kw]`` in both, and ours permute our ``[H, W, C]`` images (a 3.x build's are
+turned so at the edge) before the same convolutions, so one translation serves both versions.
 
 The actor carries over whole or not at all: anything that does not fit is one
 :class:`CheckpointError` naming the file, the behavior and what differs. The critic carries over
@@ -312,7 +319,22 @@ def _differences(
     for index, kind in _visual_encoders(policy).items():
         if kind != configured:
             found.append(f"vis_encode_type: {kind} in the checkpoint (observation {index}), {configured} configured")
+        elif channels := _channels(net.tensors, actor_target, index):
+            found.append(
+                f"observation {index} is an image of {channels[0]} channel(s) in the checkpoint, {channels[1]} here"
+            )
     return found
+
+
+def _channels(theirs: Mapping[str, Tensor], ours: Mapping[str, Tensor], index: int) -> tuple[int, int] | None:
+    """(checkpoint's, ours) channels of image observation ``index`` where they differ: the
+    input channels of its first convolution, ``[out, C, kh, kw]`` in ML-Agents 0.28 and 1.1
+    alike (1.1 takes images as ``[C, H, W]``, 0.28 permuted ``[H, W, C]``: the weights agree)."""
+    key = f"encoder.inputs.{index}.convs.0.weight"
+    first, here = theirs.get(key), ours.get(key)
+    if first is None or here is None or first.ndim != 4 or here.ndim != 4 or first.shape[1] == here.shape[1]:
+        return None
+    return int(first.shape[1]), int(here.shape[1])
 
 
 def _memory_size(net: _Network, policy: Mapping[str, Any]) -> int:

@@ -10,7 +10,11 @@ Same constructor keywords and methods as ``mlagents_envs.environment.UnityEnviro
 - messages up to ``max_message_bytes`` (default 64 MiB, not gRPC's 4 MB) are accepted, and a
   larger one is a clear error rather than a silent stall;
 - ``close()`` always ends the build (quit message, then SIGTERM, then SIGKILL) and may be
-  called more than once.
+  called more than once;
+- images are ``[H, W, C]`` whichever Unity package generation the build has: a package 3.x or
+  4.x build's channel-first cameras and grid sensors are converted as they arrive
+  (``envs.unity.images``); ``behavior_specs`` describe them ``[H, W, C]`` too, and
+  ``package_version`` says what the build reported.
 """
 
 from __future__ import annotations
@@ -25,15 +29,22 @@ from envs.unity import protocol
 
 protocol.check_environment_module()
 
-from mlagents_envs.base_env import ActionTuple  # noqa: E402
+from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps, TerminalSteps  # noqa: E402
 from mlagents_envs.communicator_objects.agent_action_pb2 import AgentActionProto  # noqa: E402
 from mlagents_envs.communicator_objects.command_pb2 import STEP  # noqa: E402
 from mlagents_envs.communicator_objects.unity_input_pb2 import UnityInputProto  # noqa: E402
+from mlagents_envs.communicator_objects.unity_output_pb2 import UnityOutputProto  # noqa: E402
+from mlagents_envs.communicator_objects.unity_rl_initialization_input_pb2 import (  # noqa: E402
+    UnityRLInitializationInputProto,
+)
+from mlagents_envs.communicator_objects.unity_rl_output_pb2 import UnityRLOutputProto  # noqa: E402
 from mlagents_envs.environment import UnityEnvironment as _StockUnityEnvironment  # noqa: E402
+from mlagents_envs.exception import UnityEnvironmentException  # noqa: E402
 from mlagents_envs.side_channel.side_channel import SideChannel  # noqa: E402
 
 from envs.exceptions import UnityBuildCrashedError  # noqa: E402
 from envs.unity.communicator import LOOPBACK, LoopbackCommunicator  # noqa: E402
+from envs.unity.images import ImageLayout, build_layout, decode_steps, internal_spec  # noqa: E402
 
 logger = logging.getLogger(__name__)
 
@@ -76,6 +87,9 @@ class UnityEnvironment(_StockUnityEnvironment):
         self._process: subprocess.Popen | None = None
         self._worker_id = worker_id
         self._port = base_port if base_port is not None else 0
+        self._package_version = ""
+        # Per behavior: its spec as the build declared it, and the layout of its images.
+        self._builds: dict[str, tuple[BehaviorSpec, ImageLayout | None]] = {}
         try:
             super().__init__(
                 file_name=file_name,
@@ -97,6 +111,11 @@ class UnityEnvironment(_StockUnityEnvironment):
     def port(self) -> int:
         """The port the gRPC server listens on (useful with base_port=0)."""
         return self._port
+
+    @property
+    def package_version(self) -> str:
+        """The ML-Agents Unity package version the build reported ("2.3.0-exp.3", "3.0.0"...)."""
+        return self._package_version
 
     @property
     def process(self) -> subprocess.Popen | None:
@@ -142,6 +161,39 @@ class UnityEnvironment(_StockUnityEnvironment):
         if getattr(self, "_log_folder", None):
             return os.path.join(self._log_folder, f"Player-{self._worker_id}.log")
         return None
+
+    def _send_academy_parameters(self, init_parameters: UnityRLInitializationInputProto) -> UnityOutputProto:
+        output = super()._send_academy_parameters(init_parameters)
+        self._package_version = str(output.rl_initialization_output.package_version)
+        return output
+
+    def _update_behavior_specs(self, output: UnityOutputProto) -> None:
+        """The stock specs, kept as the build declared them for decoding; the behavior's
+        ``behavior_specs`` entry describes its images ``[H, W, C]``."""
+        known = set(self._env_specs)
+        super()._update_behavior_specs(output)
+        for name in set(self._env_specs) - known:
+            spec = self._env_specs[name]
+            try:
+                layout = build_layout(spec, self._package_version)
+            except ValueError as error:
+                raise UnityEnvironmentException(f"behavior {name}: {error}") from None
+            self._builds[name] = (spec, layout)
+            self._env_specs[name] = internal_spec(spec, layout)
+            if layout is not None:
+                logger.info(
+                    "%s (Unity package %s) sends images %s", name, self._package_version or "unknown", layout.value
+                )
+
+    def _update_state(self, output: UnityRLOutputProto) -> None:
+        """Every behavior's steps in this message (images ``[H, W, C]``), then the side channels."""
+        for name, (build_spec, layout) in self._builds.items():
+            if name in output.agentInfos:
+                self._env_state[name] = decode_steps(output.agentInfos[name].value, build_spec, layout)
+            else:
+                spec = self._env_specs[name]
+                self._env_state[name] = (DecisionSteps.empty(spec), TerminalSteps.empty(spec))
+        self._side_channel_manager.process_side_channel_message(output.side_channel)
 
     def _generate_step_input(self, vector_action: dict[str, ActionTuple]) -> UnityInputProto:
         """Actions for every agent that asked for a decision, one AgentActionProto each.

@@ -39,7 +39,10 @@ def observe(opened: OpenEnv, known: set[str], worker_id: int, generation: int, e
     for behavior_id in list(specs):
         if behavior_id not in known:
             known.add(behavior_id)
-            new_specs[behavior_id] = SpecRecord.from_spec(specs[behavior_id])
+            package = getattr(env, "package_version", "")  # a Unity build's (envs.unity.UnityEnvironment)
+            new_specs[behavior_id] = SpecRecord.from_spec(
+                specs[behavior_id], package if isinstance(package, str) else ""
+            )
         decision, terminal = env.get_steps(behavior_id)
         taken = None if taken_actions is None else taken_actions(behavior_id)
         steps[behavior_id] = StepsRecord.from_steps(decision, terminal, taken)

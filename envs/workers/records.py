@@ -24,7 +24,8 @@ from mlagents_envs.base_env import (
 
 
 class SpecRecord(NamedTuple):
-    """A BehaviorSpec as plain values (one entry per sensor in the obs tuples)."""
+    """A BehaviorSpec as plain values (one entry per sensor in the obs tuples), and the Unity
+    package version of the build that sent it ("" for other environments)."""
 
     obs_shapes: tuple[tuple[int, ...], ...]
     dimension_properties: tuple[tuple[int, ...], ...]
@@ -32,9 +33,10 @@ class SpecRecord(NamedTuple):
     observation_names: tuple[str, ...]
     continuous_size: int
     discrete_branches: tuple[int, ...]
+    unity_package: str = ""
 
     @staticmethod
-    def from_spec(spec: BehaviorSpec) -> SpecRecord:
+    def from_spec(spec: BehaviorSpec, unity_package: str = "") -> SpecRecord:
         sensors = spec.observation_specs
         return SpecRecord(
             tuple(tuple(int(s) for s in o.shape) for o in sensors),
@@ -43,6 +45,7 @@ class SpecRecord(NamedTuple):
             tuple(str(o.name) for o in sensors),
             int(spec.action_spec.continuous_size),
             tuple(int(b) for b in spec.action_spec.discrete_branches),
+            unity_package,
         )
 
     def to_spec(self) -> BehaviorSpec:

@@ -1,6 +1,8 @@
 """ML-Agents 0.28's YAML schema as recorded in ``tests/fixtures/mlagents_0_28/settings_keys.json``
 (generated from its attrs classes by the script beside it), and a check of a configuration
-mapping against it, so tests can tell whether 0.28 would load a file without importing mlagents."""
+mapping against it, so tests can tell whether 0.28 would load a file without importing mlagents.
+The same for another recorded version (1.1's ``tests/fixtures/mlagents_1_1/settings_keys.json``,
+in the same layout) by passing its path to ``load_schema``."""
 
 from __future__ import annotations
 
@@ -28,9 +30,10 @@ class Findings:
         return not (self.unknown_keys or self.nulls or self.bad_values)
 
 
-def load_schema() -> dict[str, Any]:
-    """The recorded schema: ``{"mlagents_version", "root", "classes": {name: {key: field}}}``."""
-    data: dict[str, Any] = json.loads(SETTINGS_KEYS.read_text(encoding="utf-8"))
+def load_schema(path: Path = SETTINGS_KEYS) -> dict[str, Any]:
+    """The recorded schema: ``{"mlagents_version", "root", "classes": {name: {key: field}}}``;
+    0.28's unless ``path`` names another (``tests/fixtures/mlagents_1_1/settings_keys.json``)."""
+    data: dict[str, Any] = json.loads(Path(path).read_text(encoding="utf-8"))
     return data
 
 
@@ -68,7 +71,7 @@ class _Walk:
             else:
                 self.sampler(value, ref["sampler"], path)
         else:
-            raise ValueError(f"{path}: unknown kind {kind!r} in {SETTINGS_KEYS.name}")
+            raise ValueError(f"{path}: unknown kind {kind!r} in the recorded schema")
 
     def sampler(self, value: Any, ref: Mapping[str, Any], path: str) -> None:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -102,7 +105,8 @@ class _Walk:
 
 def check_configuration(data: Mapping[str, Any], schema: Mapping[str, Any] | None = None) -> Findings:
     """What in a run configuration mapping (a parsed configuration.yaml) ML-Agents 0.28's loader
-    would refuse: keys it does not know, nulls where it needs a value, values it does not know."""
+    would refuse: keys it does not know, nulls where it needs a value, values it does not know.
+    Another version's with its ``schema`` (``load_schema(path)``)."""
     schema = schema if schema is not None else load_schema()
     walk = _Walk(schema)
     walk.mapping(data, schema["root"], "")

@@ -27,6 +27,34 @@ Scenes (``--scene`` or env ``STANDIN_SCENE``):
   ``Goalie?team=1`` (1 agent, discrete) from academy step 3.
 - ``large``: 1 agent with one raw float camera ``(S, S, 3)``, S = ``--image-size`` (600:
   4.3 MB per message, beyond gRPC's default 4 MB cap).
+- ``grid``: ``Grid?team=0``, 3 agents walking an ``S x S`` board (S = ``--image-size``, 8),
+  branch ``(5,)`` (stay, up, down, left, right), +1 on the goal cell, ``max_step`` 6; the
+  observations Unity's built-in image sensors send, as they send them (see below): a vector
+  ``[row, col, episode_step]``; ``GridSensor`` ``(S, S, 5)`` PNG (a ``GridSensorBase`` with 5
+  channels per cell: two PNGs, no channel mapping); ``RawGridSensor`` ``(S, S, 5)`` floats;
+  ``GrayscaleCamera`` ``(S, S, 1)`` PNG (a grayscale ``CameraSensor``: one RGB PNG, no
+  mapping); ``StackedGrayscale`` ``(S, S, 2)`` PNG (that camera in a ``StackingSensor`` of 2:
+  two RGB PNGs, mapping ``[0, 0, 0, 1, 1, 1]``, the older frame drawn with key - 1).
+
+Two generations of builds (``--package-version`` or env ``STANDIN_PACKAGE_VERSION``, default
+``2.3.0-exp.3``, sent in the handshake). Package 2.x (and older) sends every rank-3 observation
+as ``[H, W, C]`` with dimension properties (TRANSLATIONAL_EQUIVARIANCE, TRANSLATIONAL_EQUIVARIANCE,
+NONE) and float data in ``H, W, C`` order; package 3.x and 4.x (major version >= 3: Unity 6,
+``ObservationSpec.Visual(channels, height, width)``) send ``[C, H, W]``, (NONE, TE, TE) and float
+data in ``C, H, W`` order. PNG payloads and channel mappings are the same in both, and so are
+the pixels: a scene renders ``[H, W, C]`` frames and only the message layout differs, so a
+2.x and a 3.x build of one scene with one seed send the same observations.
+
+How Unity compresses images (com.unity.ml-agents ``CameraSensor``, ``RenderTextureSensor``,
+``GridSensorBase``, ``StackingSensor``): a camera always encodes an RGB PNG, grayscale or not,
+and sends no channel mapping; the trainer averages R, G and B when the declared channel count
+is 1. A grid sensor encodes ``ceil(C / 3)`` RGB PNGs, concatenated, and sends no mapping: the
+trainer keeps the first C channels (the padding channel of the last PNG holds stale values
+of the previous group, as ``GridSensorBase`` reuses its colour buffer; the stand-in does the
+same). Only a ``StackingSensor`` sends a mapping: the wrapped sensor's (``[0, 0, 0]`` for a
+grayscale camera, identity otherwise), padded with -1 to a multiple of 3, once per stacked
+frame with channel offsets. The ``visual`` scene's camera sends mapping ``[0, 1, 2]``, which
+decodes the same as none.
 
 Scenes in the shape of ML-Agents' multi-agent examples, for their ``poca/*.yaml`` configs: the
 behavior names, teams, group sizes, vector widths and action branches of the Unity scene, with
@@ -80,6 +108,7 @@ SCENES = (
     "strikers_vs_goalie",
     "dungeon_escape",
     "push_block_collab",
+    "grid",
 )
 COMMUNICATION_VERSION = "1.5.0"
 PACKAGE_VERSION = "2.3.0-exp.3"
@@ -99,7 +128,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # Pure helpers (tests use them to predict what arrives)
 
 
-def render_frame(key: int, shape: tuple[int, int, int]) -> np.ndarray:
+def render_frame(key: int, shape: tuple[int, ...]) -> np.ndarray:
     """The camera image the visual scenes send: uint8 ``[H, W, C]``, a pattern of ``key``.
 
     pixel[h, w, c] = (7h + 3w + 11c + key) mod 256.
@@ -128,6 +157,24 @@ def encode_png(image: np.ndarray) -> bytes:
     return (
         PNG_SIGNATURE + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b"")
     )
+
+
+def encode_pngs(image: np.ndarray) -> bytes:
+    """Concatenated PNGs of a uint8 ``[H, W, 3n]`` array, channels ``3i..3i+2`` in the i-th:
+    how Unity sends an observation of more than 3 channels (ObservationProto.compressed_data)."""
+    if image.ndim != 3 or image.shape[2] % 3:
+        raise ValueError(f"encode_pngs needs [H, W, 3n], got {image.shape}")
+    return b"".join(encode_png(image[:, :, i : i + 3]) for i in range(0, image.shape[2], 3))
+
+
+def package_major(package_version: str) -> int:
+    """Major version of a Unity package version such as ``"2.3.0-exp.3"`` or ``"4.0.0"``."""
+    return int(package_version.split(".")[0])
+
+
+def channels_first(package_version: str) -> bool:
+    """Whether a build of this ML-Agents package version lays images out ``[C, H, W]`` (3.x+)."""
+    return package_major(package_version) >= 3
 
 
 def _write_string(s: str) -> bytes:
@@ -190,9 +237,14 @@ class _Reader:
 
 
 class ObsDef(NamedTuple):
+    """One sensor. ``shape`` is ``[H, W, C]`` for images whatever the generation (the message
+    layout is chosen when sending); ``mapping`` is the compressed channel mapping sent with a
+    PNG observation (empty: none sent)."""
+
     name: str
     shape: tuple[int, ...]
     png: bool = False
+    mapping: tuple[int, ...] = ()
 
 
 class Group:
@@ -238,7 +290,8 @@ class Group:
         raise NotImplementedError
 
     def observe(self, idx: np.ndarray) -> list[np.ndarray]:
-        """Per ObsDef: float32 ``[k, *shape]``, or uint8 ``[k, H, W, 3]`` for PNG cameras."""
+        """Per ObsDef: float32 ``[k, *shape]``, or for PNG observations uint8 ``[k, H, W, 3n]``,
+        the RGB channels of the n PNG images sent (``encode_pngs``)."""
         raise NotImplementedError
 
     def action_mask(self, idx: np.ndarray) -> np.ndarray | None:
@@ -297,7 +350,7 @@ class CorridorGroup(Group):
     def __init__(self, *args, image_size: int = 16, **kwargs) -> None:
         self.observations = (
             ObsDef("VectorSensor", (3,)),
-            ObsDef("CameraSensor", (image_size, image_size, 3), png=True),
+            ObsDef("CameraSensor", (image_size, image_size, 3), png=True, mapping=(0, 1, 2)),
             ObsDef("RawCamera", (max(image_size // 2, 1), max(image_size // 2, 1), 1)),
         )
         super().__init__(*args, **kwargs)
@@ -386,6 +439,59 @@ class LargeGroup(Group):
     def observe(self, idx: np.ndarray) -> list[np.ndarray]:
         frames = np.stack([render_frame(int(self.ids[i]), self.observations[0].shape) for i in idx])
         return [frames.astype(np.float32) / np.float32(255.0)]
+
+
+class GridGroup(Group):
+    """Agents on a board with the image sensors of Unity's package; see the module docstring."""
+
+    name = "Grid?team=0"
+    branches = (5,)
+    stacks = 2
+
+    def __init__(self, *args, image_size: int = 8, **kwargs) -> None:
+        s = image_size
+        self.size = s
+        self.observations = (
+            ObsDef("VectorSensor", (3,)),
+            ObsDef("GridSensor", (s, s, 5), png=True),
+            ObsDef("RawGridSensor", (s, s, 5)),
+            ObsDef("GrayscaleCamera", (s, s, 1), png=True),
+            ObsDef("StackedGrayscale", (s, s, self.stacks), png=True, mapping=(0, 0, 0, 1, 1, 1)),
+        )
+        super().__init__(*args, **kwargs)
+        self.cell = np.zeros((self.n, 2), dtype=np.int64)
+        self.goal = np.zeros((self.n, 2), dtype=np.int64)
+
+    def reset_agents(self, idx: np.ndarray) -> None:
+        self.cell[idx] = self.rng.integers(0, self.size, (len(idx), 2))
+        self.goal[idx] = self.rng.integers(0, self.size, (len(idx), 2))
+
+    def physics(self) -> tuple[np.ndarray, np.ndarray]:
+        move = np.array([[0, 0], [-1, 0], [1, 0], [0, -1], [0, 1]])[self.disc_actions[:, 0]]
+        self.cell = np.clip(self.cell + move, 0, self.size - 1)
+        reached = (self.cell == self.goal).all(axis=1)
+        return np.where(reached, 1.0, -0.01), reached
+
+    def key(self, i: int) -> int:
+        return visual_key(int(self.ids[i]), int(self.cell[i, 0] * self.size + self.cell[i, 1]))
+
+    def observe(self, idx: np.ndarray) -> list[np.ndarray]:
+        s = self.size
+        vector = np.column_stack([self.cell[idx], self.episode_step[idx]]).astype(np.float32)
+        grid = np.stack([render_frame(self.key(i), (s, s, 5)) for i in idx])
+        # Two RGB images; the last one's third channel keeps channel 2, as GridSensorBase's
+        # reused colour buffer does.
+        grid_png = np.concatenate([grid, grid[..., 2:3]], axis=3)
+        camera = np.stack([render_frame(self.key(i), (s, s, 3)) for i in idx])
+        stacked = np.stack(
+            [
+                np.concatenate(
+                    [render_frame(self.key(i) - (self.stacks - 1 - j), (s, s, 3)) for j in range(self.stacks)], axis=2
+                )
+                for i in idx
+            ]
+        )
+        return [vector, grid_png, grid.astype(np.float32) / np.float32(255.0), camera, stacked]
 
 
 class Arena:
@@ -503,6 +609,9 @@ def make_groups(options: argparse.Namespace, rng: np.random.Generator, params: d
     if scene == "large":
         n = options.agents or 1
         return [LargeGroup(n, [1] * n, max_step or 100, 0, rng, params, image_size=options.image_size or 600)]
+    if scene == "grid":
+        n = options.agents or 3
+        return [GridGroup(n, [1] * n, max_step or 6, 0, rng, params, image_size=options.image_size or 8)]
     areas, max_step = options.areas or 2, max_step or 100
     if scene in ("soccer_twos", "strikers_vs_goalie"):
         arena = Arena(areas, "versus")
@@ -527,11 +636,13 @@ def make_groups(options: argparse.Namespace, rng: np.random.Generator, params: d
 
 
 class Academy:
-    """Steps the groups and builds UnityRLOutputProto messages as the C# Academy does."""
+    """Steps the groups and builds UnityRLOutputProto messages as the C# Academy does;
+    ``channels_first`` lays images out as package 3.x+ does (see the module docstring)."""
 
-    def __init__(self, groups: list[Group], pb) -> None:
+    def __init__(self, groups: list[Group], pb, *, channels_first: bool = False) -> None:
         self.groups = groups
         self.pb = pb
+        self.channels_first = channels_first
         self.academy_step = 0  # since the last reset: decisions are timed by it
         self.total_steps = 0  # since start: spawning is timed by it
         self.next_id = 0
@@ -584,7 +695,6 @@ class Academy:
         done: bool,
         interrupted: np.ndarray,
     ) -> None:
-        pb = self.pb
         for row, i in enumerate(idx):
             info = infos.add()
             info.reward = group.pending_reward[i]
@@ -597,21 +707,32 @@ class Academy:
             if masks is not None:
                 info.action_mask.extend(masks[row].tolist())
             for obs_def, values in zip(group.observations, observations):
-                obs = info.observations.add()
-                obs.shape.extend(obs_def.shape)
-                obs.name = obs_def.name
-                if len(obs_def.shape) == 3:
-                    obs.dimension_properties.extend((_DIM_TRANSLATIONAL, _DIM_TRANSLATIONAL, _DIM_NONE))
-                else:
-                    obs.dimension_properties.append(_DIM_NONE)
-                if obs_def.png:
-                    obs.compression_type = pb.PNG
-                    obs.compressed_data = encode_png(values[row])
-                    obs.compressed_channel_mapping.extend((0, 1, 2))
-                else:
-                    obs.float_data.data.extend(values[row].ravel().tolist())
+                self._observation(info.observations.add(), obs_def, values[row])
             group.pending_reward[i] = 0.0
             group.pending_group_reward[i] = 0.0
+
+    def _observation(self, obs, obs_def: ObsDef, value: np.ndarray) -> None:
+        """Fill ObservationProto ``obs`` with one agent's ``value`` (as ``Group.observe`` gives it)."""
+        obs.name = obs_def.name
+        image = len(obs_def.shape) == 3
+        if image and self.channels_first:
+            height, width, channels = obs_def.shape
+            obs.shape.extend((channels, height, width))
+            obs.dimension_properties.extend((_DIM_NONE, _DIM_TRANSLATIONAL, _DIM_TRANSLATIONAL))
+        elif image:
+            obs.shape.extend(obs_def.shape)
+            obs.dimension_properties.extend((_DIM_TRANSLATIONAL, _DIM_TRANSLATIONAL, _DIM_NONE))
+        else:
+            obs.shape.extend(obs_def.shape)
+            obs.dimension_properties.append(_DIM_NONE)
+        if obs_def.png:
+            obs.compression_type = self.pb.PNG
+            obs.compressed_data = encode_pngs(value)
+            obs.compressed_channel_mapping.extend(obs_def.mapping)
+        elif image and self.channels_first:
+            obs.float_data.data.extend(value.transpose(2, 0, 1).ravel().tolist())
+        else:
+            obs.float_data.data.extend(value.ravel().tolist())
 
     def _physics(self, output_infos) -> None:
         for arena in self.arenas:
@@ -720,6 +841,14 @@ def _env_int(name: str) -> int | None:
     return int(value) if value not in (None, "") else None
 
 
+def _package_version(value: str) -> str:
+    try:
+        package_major(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a package version: {value!r} (e.g. 2.3.0-exp.3, 4.0.0)") from None
+    return value
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """Flags a Unity player gets plus the stand-in's own; unknown flags are ignored."""
     parser = argparse.ArgumentParser(prog="tests/support/standin.py", allow_abbrev=False)
@@ -732,6 +861,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--areas", type=int, default=_env_int("STANDIN_AREAS"))
     parser.add_argument("--max-step", type=int, default=_env_int("STANDIN_MAX_STEP"))
     parser.add_argument("--image-size", type=int, default=_env_int("STANDIN_IMAGE_SIZE"))
+    parser.add_argument(
+        "--package-version",
+        type=_package_version,
+        default=os.environ.get("STANDIN_PACKAGE_VERSION") or PACKAGE_VERSION,
+        help="the com.unity.ml-agents version to play (major >= 3: images [C, H, W])",
+    )
     parser.add_argument("--crash-after", type=int, default=_env_int("STANDIN_CRASH_AFTER"))
     parser.add_argument("--hang-after", type=int, default=_env_int("STANDIN_HANG_AFTER"))
     parser.add_argument("--quit-after", type=int, default=_env_int("STANDIN_QUIT_AFTER"))
@@ -840,7 +975,7 @@ class Player:
         init = first.unity_output.rl_initialization_output
         init.name = "StandIn"
         init.communication_version = COMMUNICATION_VERSION
-        init.package_version = PACKAGE_VERSION
+        init.package_version = options.package_version
         for field in (
             "baseRLCapabilities",
             "concatenatedPngObservations",
@@ -861,7 +996,9 @@ class Player:
             self.log("dying at start-up as requested")
             os._exit(3)
         rng = np.random.default_rng(seed)
-        self.academy = Academy(make_groups(options, rng, self.params), pb)
+        self.academy = Academy(
+            make_groups(options, rng, self.params), pb, channels_first=channels_first(options.package_version)
+        )
         self.academy.stats.extend(self._early_stats)
         second = pb.UnityMessageProto()
         second.header.status = 200

@@ -310,9 +310,10 @@ class TrainerSettings:
 
 @attrs.frozen(kw_only=True)
 class ConstantSampler:
-    """A fixed value. ``seed`` -1: Unity picks."""
+    """A fixed value (0.0 when a ``constant`` sampler leaves it out, as in ML-Agents). ``seed``
+    -1: Unity picks."""
 
-    value: float
+    value: float = 0.0
     seed: int = -1
 
 

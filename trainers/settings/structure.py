@@ -575,7 +575,14 @@ def _merge_defaults(
     defaults: Mapping[str, Any], behavior: Mapping[str, Any], hp_types: Mapping[str, type]
 ) -> dict[str, Any]:
     """``behavior`` deep-merged over ``default_settings``. When the behavior names another
-    trainer type, only the default hyperparameters that type has are inherited."""
+    trainer type, only the default hyperparameters that type has are inherited.
+
+    ML-Agents merges over default_settings as resolved, so a default_settings without
+    ``reward_signals`` holds the default extrinsic signal, and a behavior that lists only
+    ``curiosity`` gets extrinsic and curiosity (without default_settings, curiosity alone).
+    """
+    if "reward_signals" not in defaults:
+        defaults = {**defaults, "reward_signals": {RewardSignalType.EXTRINSIC.value: {}}}
     default_type = defaults.get("trainer_type", "ppo")
     own_type = behavior.get("trainer_type", default_type)
     if own_type != default_type and isinstance(defaults.get("hyperparameters"), Mapping):
