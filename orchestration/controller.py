@@ -29,6 +29,7 @@ from stats import PerfMark, PerfStats, StatsHub, StatsProperty, StatsReporter, T
 from stats.tags import STEP
 from stats.timer_names import ADVANCE, RESET_ENV, SAVE_MODELS, START_LEARNING
 from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus
+from trainers.device_choice import AUTO, DEVICE_KEY, Timing, candidate_devices, choose_device, training_timing
 from trainers.ghost import GhostController, GhostTrainer
 from trainers.registry import TrainerRegistry
 from trainers.seeding import team_seed
@@ -101,7 +102,10 @@ class TrainerController:
         self.registry = registry
         self.status = status
         self.seed = seed
-        self.device = device
+        self.device = device  # a torch device, or "auto": each behavior's own (see _device_for)
+        # Under "auto": (behavior, spec, settings) -> the behavior's seconds per sample on a
+        # device; None measures its training (trainers.device_choice.training_timing).
+        self.device_timing: Callable[[str, BehaviorSpec, TrainerSettings], Timing] | None = None
         self.resume = cp.resume
         self.inference = cp.inference
         self.perf = perf if perf is not None else PerfStats()
@@ -149,6 +153,34 @@ class TrainerController:
         logger.info("Connected new behavior %s", behavior_id)
         return BehaviorRuntime(manager, policy)
 
+    def _device_for(self, name: str, spec: BehaviorSpec, settings: TrainerSettings) -> str:
+        """The run's device, or under ``auto`` the behavior's: the one its earlier run chose
+        (``--resume``, ``--inference``), else the faster one measured now, recorded in
+        ``training_status.json`` for a later ``--resume``."""
+        if self.device != AUTO:
+            return self.device
+        candidates = candidate_devices()
+        recorded = self.status.parameter(name, DEVICE_KEY) if (self.resume or self.inference) else None
+        if recorded is not None:
+            if recorded in candidates:
+                logger.info("%s trains on %s, as the run it continues chose", name, recorded)
+                return str(recorded)
+            logger.warning("%s trained on %s, which is not here now; it trains on the CPU", name, recorded)
+            return "cpu"
+        factory = self.registry.algorithms.get(settings.trainer_type)
+        if factory is None:  # the registry's error names the trainer type
+            return "cpu"
+        timing = (
+            self.device_timing(name, spec, settings)
+            if self.device_timing
+            else training_timing(factory, behavior_name=name, spec=spec, settings=settings, seed=self.seed)
+        )
+        choice = choose_device(timing, candidates)
+        logger.info("%s trains %s", name, choice.describe())
+        if not self.inference:
+            self.status.set_parameter(name, DEVICE_KEY, choice.device)
+        return choice.device
+
     def _create_trainer(self, name: str, spec: BehaviorSpec, settings: TrainerSettings) -> Trainer | GhostTrainer:
         reporter = self.hub.reporter(name)
         self.reporters[name] = reporter
@@ -162,7 +194,7 @@ class TrainerController:
             stats_reporter=reporter,
             checkpoints=checkpoints,
             seed=self.seed,
-            device=self.device,
+            device=self._device_for(name, spec, settings),
         )
         # --inference acts with the learning policy on every team: no ghost around it
         trainer: Trainer | GhostTrainer = wrapped

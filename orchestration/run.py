@@ -65,6 +65,7 @@ from stats import (
 )
 from stats.timer_names import TRAINER_THREAD_PATH
 from trainers.checkpoints import LATEST_CHECKPOINT, TrainingStatus, load_state, remove_partial_writes
+from trainers.device_choice import AUTO, candidate_devices
 from trainers.exceptions import AgentsLearnError, CheckpointError, ConfigError
 from trainers.mlagents_checkpoint import is_mlagents_checkpoint, resume_refusal
 from trainers.registry import TrainerRegistry
@@ -396,7 +397,10 @@ def check_record_demo(folder: Path) -> None:
 
 
 def pick_device(requested: str | None) -> str:
-    if requested:
+    """The device to train on: the one asked for (checked usable), else ``auto`` where torch
+    sees a GPU (each behavior measures where it trains faster, see trainers.device_choice),
+    else the CPU."""
+    if requested and requested != AUTO:
         try:
             device = torch.device(requested)
             torch.empty(0, device=device)
@@ -405,7 +409,7 @@ def pick_device(requested: str | None) -> str:
                 f"--torch-device (torch_settings.device): {requested!r} is not usable: {str(error).splitlines()[0]}"
             ) from None
         return str(device)
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return AUTO if len(candidate_devices()) > 1 else "cpu"
 
 
 def check_checkpoints_readable(run_dir: Path) -> None:

@@ -475,7 +475,8 @@ class CheckpointSettings:
 
 @attrs.frozen(kw_only=True)
 class TorchSettings:
-    """``device``: cpu, cuda, cuda:N, mps, xpu; None picks cuda when available."""
+    """``device``: cpu, cuda, cuda:N, mps, xpu, or auto (None: auto): with a GPU at hand, each
+    behavior trains where its training measures faster (trainers.device_choice)."""
 
     device: str | None = None
 

@@ -37,7 +37,7 @@ from trainers.settings.text import short_repr
 
 logger = logging.getLogger(__name__)
 
-_DEVICE = re.compile(r"^(cpu|mps|(cuda|xpu)(:\d+)?)$")
+_DEVICE = re.compile(r"^(auto|cpu|mps|(cuda|xpu)(:\d+)?)$")
 
 # Networks with this many parameters or more are refused before anything starts. Training one
 # holds weights, gradients and Adam's two moments in float32: 16 bytes a parameter, so 2**30
@@ -353,7 +353,9 @@ def check_run_options(
 
     device = options.torch_settings.device
     if device is not None and not _DEVICE.match(device):
-        c.errors.append(f"torch_settings.device: expected cpu, cuda, cuda:N, mps or xpu, got {short_repr(device)}")
+        c.errors.append(
+            f"torch_settings.device: expected auto, cpu, cuda, cuda:N, mps or xpu, got {short_repr(device)}"
+        )
     return ValidationReport(tuple(c.errors), tuple(c.warnings))
 
 
