@@ -29,12 +29,16 @@ import multiprocessing
 import os
 import platform
 import socket
+import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
-from envs.external.server import LAG_STAT
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository: envs, tests.support
+
+from envs.external.server import LAG_STAT  # noqa: E402
 
 
 def client_process(address: str, seconds: float, seed: int, inference: str, episodes: Any) -> None:
@@ -146,40 +150,13 @@ def measure(inferences: list[str], seconds: float, publish_every: int) -> dict[s
     return result
 
 
-def pick_the_goal(address: str, inference: str, seed: int, stop: threading.Event, counts: list[int], i: int) -> None:
-    """The fast 4-decision task (see the module docstring) until ``stop``; ``counts[i]``: the
-    episodes it finished."""
-    import numpy as np
-
-    from envs.external import PolicyClient, PolicyServerError
-
-    rng = np.random.default_rng(seed)
-    goals = np.eye(3, dtype=np.float32)
-    try:
-        client = PolicyClient(address, "Goal", [(3,)], discrete_branches=(3,), inference=inference)
-    except (OSError, PolicyServerError):
-        return
-    try:
-        while not stop.is_set():
-            episode = client.start_episode()
-            for _ in range(4):
-                goal = int(rng.integers(3))
-                _, discrete = client.get_action(episode, [goals[goal]])
-                client.log_returns(episode, float(discrete[0] == goal))
-            client.end_episode(episode, [np.zeros(3, np.float32)])
-            counts[i] += 1
-    except (OSError, PolicyServerError):  # the run is over
-        pass
-    finally:
-        client.close()
-
-
 def train(seed: int, inferences: tuple[str, ...]) -> dict[str, Any]:
     """One 6,000-step PPO run of the 4-decision task fed by ``inferences`` clients."""
     import attrs
 
     from orchestration.run import build_run
     from stats import StatsWriter
+    from tests.support.policy_clients import pick_the_goal
     from trainers.settings import NetworkSettings, PPOSettings, RunOptions, ScheduleType, TrainerSettings
 
     class Summaries(StatsWriter):
@@ -217,12 +194,11 @@ def train(seed: int, inferences: tuple[str, ...]) -> dict[str, Any]:
             checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=results, run_id="bench"),
         )
         run = build_run(options, writers=[summaries], console=False)
-        threads = [
-            threading.Thread(
-                target=pick_the_goal, args=(f"127.0.0.1:{port}", inference, seed * 100 + i, stop, counts, i)
-            )
-            for i, inference in enumerate(inferences)
-        ]
+
+        def client(i: int, inference: str) -> None:
+            counts[i] = pick_the_goal(f"127.0.0.1:{port}", inference, seed * 100 + i, stop)
+
+        threads = [threading.Thread(target=client, args=(i, inference)) for i, inference in enumerate(inferences)]
         for thread in threads:
             thread.start()
         start = time.perf_counter()

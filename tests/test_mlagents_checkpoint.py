@@ -323,20 +323,24 @@ MISMATCHES = [
 ]
 
 
-@pytest.mark.parametrize(("case", "changes", "phrases"), MISMATCHES)
-def test_an_architecture_that_differs_is_one_error_naming_file_behavior_and_difference(case, changes, phrases):
-    trainer = make_trainer(case, **changes)
+def assert_refused_whole(trainer, path: Path, behavior: str, phrases: list[str]) -> None:
+    """``initialize_from(path)`` is one one-line CheckpointError naming the file, the behavior
+    and each of ``phrases``, and loads nothing."""
     before = {k: v.clone() for k, v in trainer.algorithm.policy.actor.state_dict().items()}
-    path = FIXTURES / f"{case}.pt"
     with pytest.raises(CheckpointError) as error:
         trainer.initialize_from(path)
     message = str(error.value)
-    assert message.startswith(f"{path}: cannot initialize behavior {case!r} from this mlagents-learn checkpoint: ")
+    assert message.startswith(f"{path}: cannot initialize behavior {behavior!r} from this mlagents-learn checkpoint: ")
     assert "\n" not in message
     for phrase in phrases:
         assert phrase in message
     for key, tensor in trainer.algorithm.policy.actor.state_dict().items():  # nothing was loaded
         assert torch.equal(tensor, before[key])
+
+
+@pytest.mark.parametrize(("case", "changes", "phrases"), MISMATCHES)
+def test_an_architecture_that_differs_is_one_error_naming_file_behavior_and_difference(case, changes, phrases):
+    assert_refused_whole(make_trainer(case, **changes), FIXTURES / f"{case}.pt", case, phrases)
 
 
 def test_sac_policies_are_named_as_such():

@@ -50,12 +50,14 @@ def final_returns(
     seed: int = 1,
     base: TrainerSettings = PPO_TEST_CONFIG,
     threaded: bool = False,
+    last: int = 5,
 ) -> dict[str, float]:
-    """Train Simple with two teams; the mean of the last 5 returns per behavior id."""
+    """Train Simple with two teams; the mean of the ``last`` returns per behavior id (ML-Agents
+    takes 5)."""
     env = make_env("Simple", seed=seed, num_teams=2, asymmetric=asymmetric, **ACTIONS[actions])
     settings = attrs.evolve(base, self_play=self_play, max_steps=max_steps, threaded=threaded)
     train_env(env, settings, seed=seed)
-    return {name: float(np.mean(returns[-5:])) for name, returns in env.episode_returns_by_behavior.items()}
+    return {name: float(np.mean(returns[-last:])) for name, returns in env.episode_returns_by_behavior.items()}
 
 
 def simple_ghost(actions: str, seed: int = 1) -> dict[str, float]:
@@ -64,8 +66,11 @@ def simple_ghost(actions: str, seed: int = 1) -> dict[str, float]:
 
 
 def simple_ghost_fails(actions: str, seed: int = 1) -> dict[str, float]:
+    """Team 1 never swaps in a snapshot: it plays its initial policy. Over its last 5 episodes a
+    random policy can look solved (continuous, seeds 1-6: 0.92 and 0.77 among them, once each
+    team draws its own actions); over its last 20 it scores at most 0.36, the learner 1.02."""
     sp = SelfPlaySettings(play_against_latest_model_ratio=1.0, save_steps=2000, swap_steps=4000)
-    return final_returns(actions, sp, 2500, seed=seed)
+    return final_returns(actions, sp, 2500, seed=seed, last=20)
 
 
 def simple_asymm_ghost(actions: str, seed: int = 1) -> dict[str, float]:
@@ -149,10 +154,10 @@ def line_soccer(config: str, max_steps: int, *, seed: int = 1, learning_rate: fl
     return log, run.controller.trainers["LineSoccer"].policy
 
 
-def wins_against_random(policy, *, seed: int = 7, games: int = 400) -> float:
-    """The share of ``games`` LineSoccer games (1 per team, 8 areas) the policy wins as team 0
-    against uniformly random team-1 play."""
-    env = make_env("LineSoccer", seed=seed, num_areas=8)
+def wins_against_random(policy, *, players: int = 1, seed: int = 7, games: int = 400) -> float:
+    """The share of ``games`` LineSoccer games (``players`` per team, 8 areas) the policy wins as
+    team 0 against uniformly random team-1 play."""
+    env = make_env("LineSoccer", seed=seed, num_areas=8, env_parameters={"players_per_team": players})
     rng = np.random.default_rng(seed)
     while len(env.results) < games:
         mine, _ = env.get_steps("LineSoccer?team=0")
@@ -167,7 +172,7 @@ def wins_against_random(policy, *, seed: int = 7, games: int = 400) -> float:
 
 
 def test_ppo_self_play_on_line_soccer_raises_elo_and_beats_random_play():
-    # measured (seeds 1-3): ELO 1532 / 1465 / 1493 after 60k steps; 99% wins against random
+    # measured (seeds 1-3): ELO 1434 / 1400 / 1467 after 60k steps; 98-99% wins against random
     log, policy = line_soccer("config/ppo/LineSoccer.yaml", 60_000)
     assert log.elos[-1] > 1350, log.elos
     assert wins_against_random(policy) > 0.9
@@ -179,7 +184,11 @@ def test_line_soccer_control_without_learning_stays_at_its_rating():
     assert wins_against_random(policy) < 0.5  # random play: about 0.27
 
 
-def test_poca_self_play_on_line_soccer_two_per_team_raises_elo():
+def test_poca_self_play_on_line_soccer_two_per_team_raises_elo_and_beats_random_play():
     """2 per team in groups: results come as group rewards, which the ELO must read."""
-    log, _ = line_soccer("config/poca/LineSoccer.yaml", 100_000)  # measured: 1567 on seed 1
-    assert log.elos[-1] > 1400, log.elos
+    # measured (seeds 1-3) after 100k steps: ELO 1331 / 1403 / 1365, 94% / 98% / 90% wins
+    # against random play. (Before each team drew its own actions, the two teams of one
+    # behavior sampled alike and the ELO read 1585 / 1494 / 1542, at 97-98% wins.)
+    log, policy = line_soccer("config/poca/LineSoccer.yaml", 100_000)
+    assert log.elos[-1] > 1250, log.elos
+    assert wins_against_random(policy, players=2) > 0.8
