@@ -109,9 +109,11 @@ def test_simple_asymm_ghost_fails(actions):
     assert returns["SimpleOpp?team=1"] > SUCCESS > returns["Simple?team=0"], returns
 
 
-@pytest.mark.parametrize(("base", "max_steps"), [(PPO_TEST_CONFIG, 4000), (SAC_TEST_CONFIG, 2000)], ids=["ppo", "sac"])
+@pytest.mark.parametrize(("base", "max_steps"), [(PPO_TEST_CONFIG, 4000), (SAC_TEST_CONFIG, 3000)], ids=["ppo", "sac"])
 def test_asymm_ghost_with_threaded_trainers_of_either_algorithm(base, max_steps):
-    """The ghost wraps whatever algorithm the trainer runs, in the trainer's own thread."""
+    """The ghost wraps whatever algorithm the trainer runs, in the trainer's own thread. (SAC:
+    3000 steps; with 2000, SimpleOpp ended at -0.26 once in three loaded CI-like suite runs,
+    threads timed as they were, while seeds 1-6 alone end at 0.98-1.02.)"""
     sp = SelfPlaySettings(play_against_latest_model_ratio=1.0, save_steps=10000, swap_steps=10000, team_change=400)
     returns = final_returns("discrete", sp, max_steps, asymmetric=True, base=base, threaded=True)
     assert all(r > SUCCESS for r in returns.values()), returns
