@@ -12,11 +12,8 @@ its own gamma and ``ignore_done``).
 ML-Agents 0.28's ``RewardSignalUtil.value_estimates_key`` is its ``returns_key``: the old value
 estimates its update reads are the returns, which makes its value loss the unclipped squared
 error (the baseline loss is clipped around the old baselines, a field of its own). agents-learn
-clips the value loss around the estimates made at collection, as the algorithm means (and as
-its PPO does). The parity tests feed our loss the returns as old values (what ML-Agents' update
-reads); two strict xfails record the difference: on the hand-built minibatch, and in the update
-over the trajectories, whose first minibatch agrees (the values are still the old ones) and
-whose later ones clip values that moved more than epsilon.
+trains with that same loss (``trainers.ppo_math.value_loss``), so the update tests compare our
+own update, every minibatch, with ML-Agents'.
 """
 
 from __future__ import annotations
@@ -30,6 +27,7 @@ import pytest
 import torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
+import trainers.poca
 from processors.groups import Groupmates
 from processors.trajectory import Trajectory
 from stats import StatsReporter
@@ -40,6 +38,7 @@ from trainers.networks import Normalizer
 from trainers.poca import POCA
 from trainers.poca_buffer import POCABatch
 from trainers.poca_networks import GroupObservations
+from trainers.ppo_math import gae
 from trainers.settings import (
     CuriositySettings,
     ExtrinsicSettings,
@@ -175,7 +174,7 @@ def test_values_and_baselines_match_mlagents_with_absent_mates_and_member_scalin
 # ---------------------------------------------------------------------- 2. one update
 
 
-def update_batch(update: dict, old_values: dict[str, list[float]]) -> POCABatch:
+def update_batch(update: dict) -> POCABatch:
     own, mates = group(update["inputs"])
     rows = len(update["advantages"])
 
@@ -190,7 +189,6 @@ def update_batch(update: dict, old_values: dict[str, list[float]]) -> POCABatch:
         old_log_probs=f32(update["old_log_probs"]),
         advantages=f32(update["advantages"]),
         returns=columns(update["returns"]),
-        old_values=columns(old_values),
         loss_masks=None,
         memories=torch.zeros((rows, 0)),
         critic_memories=torch.zeros((rows, 0)),
@@ -210,8 +208,9 @@ def test_losses_and_adam_step_match_mlagents_update(name):
     case = RECORD["cases"][name]
     update = case["update"]
     poca = build(case["visual"])
-    # ML-Agents' update reads its returns as the old values (see the module docstring)
-    batch = update_batch(update, old_values=update["returns"])
+    # ML-Agents' update reads its returns as the old values (see the module docstring): its
+    # value loss is the unclipped one we train with
+    batch = update_batch(update)
     policy_loss, value_loss, baseline_loss, loss = poca.losses(batch, RECORD["beta"], RECORD["epsilon"])
     policy_loss, value_loss, baseline_loss = policy_loss.detach(), value_loss.detach(), baseline_loss.detach()
     assert float(poca.critic.max_members) == update["max_agents"]
@@ -225,16 +224,6 @@ def test_losses_and_adam_step_match_mlagents_update(name):
     poca.optimizer.step()
     assert_adam_steps_match(poca.policy.actor, update["actor"])
     assert_adam_steps_match(poca.critic, update["critic"])
-
-
-@pytest.mark.xfail(strict=True, reason="ML-Agents 0.28 reads its returns as the old values: its value loss never clips")
-def test_value_loss_clips_around_the_old_estimates_unlike_mlagents():
-    update = RECORD["cases"]["vector"]["update"]
-    poca = build(False)
-    # old estimates off the current ones by up to 1.1 (epsilon 0.2): our value loss clips
-    _, value_loss, _, _ = poca.losses(update_batch(update, update["old_values"]), RECORD["beta"], RECORD["epsilon"])
-    value_loss = value_loss.detach()
-    assert float(value_loss) == pytest.approx(update["stats"]["Losses/Value Loss"], rel=RTOL, abs=ATOL)
 
 
 # ---------------------------------------------------------------------- 3. trajectories
@@ -303,7 +292,16 @@ def add_trajectories(
     poca.stats_reporter = reporter
     poca._episode_rewards._stats_reporter = reporter
     results = []
+    # the value estimates each stream's returns are computed from (the buffer keeps only returns)
+    estimates: list[np.ndarray] = []
+
+    def recording_gae(rewards: np.ndarray, values: np.ndarray, *args: Any) -> tuple[np.ndarray, np.ndarray]:
+        estimates.append(np.asarray(values, np.float32).copy())
+        return gae(rewards, values, *args)
+
+    monkeypatch.setattr(trainers.poca, "gae", recording_gae)
     for data in RECORD["cases"][name]["trajectories"]["trajectories"]:
+        estimates.clear()
         pinned = np.asarray(data["curiosity_rewards"], np.float32) * strength
         monkeypatch.setattr(poca.reward_signals[1], "rewards", lambda trajectory, pinned=pinned: pinned)
         item = trajectory(data)
@@ -316,7 +314,7 @@ def add_trajectories(
             {
                 "data": data,
                 "rewards": [signal.rewards(item) for signal in poca.reward_signals],
-                "values": arrays.values[rows].copy(),
+                "values": np.stack(estimates, axis=1),
                 "baselines": poca.buffer.baselines[rows].copy(),
                 "returns": arrays.returns[rows].copy(),
                 "advantages": arrays.advantages[rows].copy(),
@@ -352,13 +350,10 @@ def test_trajectory_targets_match_mlagents_process_trajectory(name, monkeypatch)
         assert_close(emitted[tag], values, tag)
 
 
-def run_update(
-    name: str, monkeypatch: pytest.MonkeyPatch, *, mlagents_old_values: bool
-) -> tuple[POCA, dict, list[float]]:
+def run_update(name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[POCA, dict, list[float]]:
     """The case's trajectories added, then ``POCA.update`` with each epoch in buffer order, as
-    the script runs ML-Agents' ``_update_policy``; ``mlagents_old_values``: every minibatch's old
-    values are its returns, as ML-Agents 0.28's buffer holds them. Returns the stats and every
-    total loss minimised."""
+    the script runs ML-Agents' ``_update_policy``. Returns the stats and every total loss
+    minimised."""
     case = RECORD["cases"][name]
     recorded = case["trajectories"]["update"]
     poca = build(False, normalize=case["normalize"], batch_size=recorded["batch_size"], num_epoch=recorded["num_epoch"])
@@ -369,8 +364,6 @@ def run_update(
     totals: list[float] = []
 
     def recording_losses(batch: POCABatch, beta: float, epsilon: float) -> tuple[torch.Tensor, ...]:
-        if mlagents_old_values:
-            batch = batch._replace(agent=batch.agent._replace(old_values=batch.agent.returns))
         result = losses(batch, beta, epsilon)
         totals.append(float(result[3].detach()))
         return result
@@ -383,10 +376,10 @@ def run_update(
 def test_update_over_the_trajectories_matches_mlagents_update_policy(name, monkeypatch):
     """The buffer of those trajectories, advantages normalised, 2 epochs of 2 minibatches in
     buffer order (the last row left out): every loss, the stats, the 4 Adam steps and the
-    normalisers as ML-Agents' ``_update_policy``, with its old values (see the module docstring)."""
+    normalisers as ML-Agents' ``_update_policy``."""
     case = RECORD["cases"][name]
     recorded = case["trajectories"]["update"]
-    poca, stats, totals = run_update(name, monkeypatch, mlagents_old_values=True)
+    poca, stats, totals = run_update(name, monkeypatch)
     assert stats.keys() == recorded["stats"].keys()
     for tag, value in recorded["stats"].items():
         assert stats[tag] == pytest.approx(value, rel=RTOL, abs=ATOL), tag
@@ -402,14 +395,3 @@ def test_update_over_the_trajectories_matches_mlagents_update_policy(name, monke
         np.testing.assert_allclose(normalizer.mean.numpy(), state["mean"], rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(normalizer.var.numpy(), state["var"], rtol=1e-6, atol=1e-6)
         assert float(normalizer.count) == state["count"]
-
-
-@pytest.mark.xfail(strict=True, reason="ML-Agents 0.28 reads its returns as the old values: its value loss never clips")
-def test_update_with_our_old_values_matches_mlagents_update_policy(monkeypatch):
-    """Our own update on case ``vector``: the first minibatch agrees (the values are still the
-    old ones), then some values have moved more than epsilon from their old estimates and our
-    value loss clips them (Value Loss 2.3684 against ML-Agents' 2.3148)."""
-    recorded = RECORD["cases"]["vector"]["trajectories"]["update"]
-    _, stats, totals = run_update("vector", monkeypatch, mlagents_old_values=False)
-    assert totals[0] == pytest.approx(recorded["total_losses"][0], rel=RTOL, abs=ATOL)
-    assert stats["Losses/Value Loss"] == pytest.approx(recorded["stats"]["Losses/Value Loss"], rel=RTOL, abs=ATOL)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae
+from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae, value_loss
 from trainers.settings import ScheduleType
 
 REWARDS = [1.0, 0.0, 2.0]
@@ -57,6 +57,18 @@ def test_clipped_surrogate_joint_ratio_clips_the_whole_action():
     assert loss.item() == pytest.approx(-0.2)
     loss.backward()
     torch.testing.assert_close(log_probs.grad, torch.zeros(2))  # both clipped: no gradient at all
+
+
+def test_value_loss_is_the_squared_error_that_mlagents_clipped_loss_computes():
+    """ML-Agents clips around its stored "old values", which are the returns: the worse of the
+    two errors is then always the unclipped one, whatever the estimates."""
+    values = torch.tensor([1.0, -3.0, 2.05, 7.0])
+    returns = torch.tensor([2.0, 4.0, 2.0, 7.0])
+    expected = torch.tensor([1.0, 49.0, 0.0025, 0.0]).mean()
+    torch.testing.assert_close(value_loss(values, returns), expected)
+    torch.testing.assert_close(clipped_value_loss(values, returns, returns, epsilon=0.2), expected)
+    mask = torch.tensor([True, False, True, True])
+    torch.testing.assert_close(value_loss(values, returns, mask), torch.tensor([1.0, 0.0025, 0.0]).mean())
 
 
 def test_clipped_value_loss_takes_worse_error():

@@ -136,11 +136,10 @@ def trajectory(
 def test_trajectories_are_padded_to_whole_sequences_with_their_start_memories():
     buffer = UpdateBuffer([(3,)], 2, (3,), 1, capacity=4, sequence_length=4, memory_sizes=(2, 3))
     first = trajectory(5, memories=np.arange(10).reshape(5, 2))
-    buffer.append(first, np.arange(5.0), np.ones((5, 1)), np.ones((5, 1)), np.array([[1.0] * 3, [2.0] * 3]))
+    buffer.append(first, np.arange(5.0), np.ones((5, 1)), np.array([[1.0] * 3, [2.0] * 3]))
     buffer.append(
         trajectory(4, seed=1, memories=np.full((4, 2), 9.0)),
         np.full(4, 5.0),
-        np.ones((4, 1)),
         np.ones((4, 1)),
         np.zeros((1, 3)),
     )

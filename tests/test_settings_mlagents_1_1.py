@@ -288,7 +288,7 @@ WITH_DEFAULTS: dict[str, Any] = {
     "default_settings": _trainer("ppo", {**_ON_POLICY, "shared_critic": True}),
     "behaviors": {"D": {"max_steps": 5000}},
 }
-# Rewritten on loading, as the README says: resume wins over initialize_from.
+# Rewritten on loading, as docs/coming-from-mlagents.md says: resume wins over initialize_from.
 REWRITTEN = {"checkpoint_settings.initialize_from": None}
 
 
@@ -448,7 +448,7 @@ def _our_view(options: RunOptions, name: str) -> dict[str, Any]:
 
 # (probe, behavior, key) -> (1.1's value, ours). With default_settings, 1.1 resolves the
 # default first and merges each behavior over it, so a value derived from another field keeps
-# the default's; ours follow the behavior's own field (README: Differences from mlagents-learn).
+# the default's; ours follow the behavior's own field (docs/coming-from-mlagents.md, the differences).
 DERIVED_UNDER_DEFAULT_SETTINGS = {
     ("default_settings_resolved_first", "lr", "hyperparameters.beta_schedule"): ("linear", "constant"),
     ("default_settings_resolved_first", "lr", "hyperparameters.epsilon_schedule"): ("linear", "constant"),

@@ -38,7 +38,6 @@ class PPOBatch(NamedTuple):
     old_log_probs: Tensor  # [B, c + b] per continuous dimension, then per discrete branch
     advantages: Tensor  # [B] summed over reward signals, normalised over the buffer
     returns: Tensor  # [B, S] lambda-returns per reward signal
-    old_values: Tensor  # [B, S] value estimates when the data was collected
     loss_masks: Tensor | None  # [B] bool, False on padding rows (None: no padding, not recurrent)
     memories: Tensor  # [B, k] actor memory (read at each sequence's first row; [B, 0] without)
     critic_memories: Tensor  # [B, k'] critic memory, likewise
@@ -56,7 +55,6 @@ class PPOBatch(NamedTuple):
             old_log_probs=self.old_log_probs[index],
             advantages=self.advantages[index],
             returns=self.returns[index],
-            old_values=self.old_values[index],
             loss_masks=None if self.loss_masks is None else self.loss_masks[index],
             memories=self.memories[index],
             critic_memories=self.critic_memories[index],
@@ -83,7 +81,6 @@ class RolloutArrays:
     log_probs: np.ndarray  # [N, c + b] float32
     advantages: np.ndarray  # [N] float32
     returns: np.ndarray  # [N, S] float32
-    values: np.ndarray  # [N, S] float32
     loss_masks: np.ndarray  # [N] bool, False on padding rows
     memories: np.ndarray  # [N, k] float32 actor memories
     critic_memories: np.ndarray  # [N, k'] float32
@@ -107,7 +104,6 @@ class RolloutArrays:
             log_probs=np.zeros((capacity, continuous_size + len(discrete_branches)), np.float32),
             advantages=np.zeros(capacity, np.float32),
             returns=np.zeros((capacity, streams), np.float32),
-            values=np.zeros((capacity, streams), np.float32),
             loss_masks=np.zeros(capacity, bool),
             memories=np.zeros((capacity, memory_sizes[0]), np.float32),
             critic_memories=np.zeros((capacity, memory_sizes[1]), np.float32),
@@ -131,7 +127,6 @@ class RolloutArrays:
             log_probs=grow(self.log_probs),
             advantages=grow(self.advantages),
             returns=grow(self.returns),
-            values=grow(self.values),
             loss_masks=grow(self.loss_masks),
             memories=grow(self.memories),
             critic_memories=grow(self.critic_memories),
@@ -180,11 +175,10 @@ class UpdateBuffer:
         trajectory: Trajectory,
         advantages: np.ndarray,
         returns: np.ndarray,
-        values: np.ndarray,
         critic_memories: np.ndarray | None = None,
     ) -> None:
-        """Add one trajectory's T samples with their advantages [T] and per-signal returns and
-        value estimates ([T, S]); recurrent: padded to whole sequences, with the critic's
+        """Add one trajectory's T samples with their advantages [T] and per-signal returns
+        ([T, S]); recurrent: padded to whole sequences, with the critic's
         memory at each sequence's start (``critic_memories`` [ceil(T / L), k'])."""
         t = trajectory.length
         length = self.sequence_length
@@ -213,7 +207,6 @@ class UpdateBuffer:
         arrays.log_probs[rows, continuous_size:] = trajectory.discrete_log_probs
         arrays.advantages[rows] = advantages
         arrays.returns[rows] = returns
-        arrays.values[rows] = values
         arrays.dones[rows] = trajectory.done
         if self.recurrent:
             arrays.loss_masks[rows] = True
@@ -229,7 +222,6 @@ class UpdateBuffer:
                 arrays.log_probs,
                 arrays.advantages,
                 arrays.returns,
-                arrays.values,
                 arrays.memories,
                 arrays.dones,
             ):
@@ -264,7 +256,6 @@ class UpdateBuffer:
             old_log_probs=tensor(arrays.log_probs[:n]),
             advantages=tensor(advantages.astype(np.float32)),
             returns=tensor(arrays.returns[:n]),
-            old_values=tensor(arrays.values[:n]),
             loss_masks=None if real is None else tensor(real),
             memories=tensor(arrays.memories[:n]),
             critic_memories=tensor(arrays.critic_memories[:n]),

@@ -16,8 +16,9 @@ Per trajectory (:meth:`POCA.add`):
   averaged (PPO sums them) and normalised over the buffer at the update.
 
 The update minimises ``policy loss + 0.5 * (value loss + 0.5 * baseline loss) - beta *
-entropy`` over ``num_epoch`` passes of shuffled minibatches, the value and baseline losses
-clipped around their old estimates as PPO's value loss, with PPO's schedules. The actor is
+entropy`` over ``num_epoch`` passes of shuffled minibatches, with PPO's schedules: the value
+loss is PPO's (squared error against the returns, as ML-Agents' in effect), the baseline loss is
+clipped around the old baseline estimates, as ML-Agents'. The actor is
 PPO's, decentralised: each agent acts on its own observations, so the exported ONNX model is
 exactly PPO's and Unity runs it per agent.
 
@@ -51,6 +52,7 @@ from trainers.poca_buffer import POCABatch, POCABuffer
 from trainers.poca_networks import GroupObservations, POCACritic
 from trainers.policy import TorchPolicy
 from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, gae
+from trainers.ppo_math import value_loss as value_loss_of
 from trainers.reward_signal_factory import create_reward_signals
 from trainers.reward_signals import EpisodeSignalRewards, signal_tag
 from trainers.seeding import Stream
@@ -183,7 +185,6 @@ class POCA:
         t = trajectory.length
         advantages = np.zeros((t, streams), np.float32)
         returns = np.zeros((t, streams), np.float32)
-        value_columns = np.zeros((t, streams), np.float32)
         baseline_columns = np.zeros((t, streams), np.float32)
         for i, signal in enumerate(self.reward_signals):
             value = values[signal.name].cpu().numpy()
@@ -198,7 +199,7 @@ class POCA:
                 self.hyperparameters.lambd,
             )
             advantages[:, i] = returns[:, i] - baseline
-            value_columns[:, i], baseline_columns[:, i] = value, baseline
+            baseline_columns[:, i] = baseline
             self.stats_reporter.add_stat(self._value_tags[i], float(value.mean()))
             self.stats_reporter.add_stat(self._baseline_tags[i], float(baseline.mean()))
             self._episode_rewards.add(trajectory, signal.name, rewards)
@@ -207,7 +208,6 @@ class POCA:
             trajectory,
             advantages.mean(axis=1),
             returns,
-            value_columns,
             baseline_columns,
             None if critic_memories is None else critic_memories.cpu().numpy(),
             None if baseline_memories is None else baseline_memories.cpu().numpy(),
@@ -331,7 +331,7 @@ class POCA:
         )
         value_loss = torch.stack(
             [
-                clipped_value_loss(values[signal.name], agent.old_values[:, i], agent.returns[:, i], epsilon, mask)
+                value_loss_of(values[signal.name], agent.returns[:, i], mask)
                 for i, signal in enumerate(self.reward_signals)
             ]
         ).mean()

@@ -118,13 +118,12 @@ class POCABuffer:
         trajectory: Trajectory,
         advantages: np.ndarray,
         returns: np.ndarray,
-        values: np.ndarray,
         baselines: np.ndarray,
         critic_memories: np.ndarray | None = None,
         baseline_memories: np.ndarray | None = None,
     ) -> None:
-        """Add one trajectory's T samples with their advantages [T], returns, values and
-        baselines ([T, S] each); with memory, the critic's and the baseline's memories at each
+        """Add one trajectory's T samples with their advantages [T], returns and baselines
+        ([T, S] each); with memory, the critic's and the baseline's memories at each
         sequence's start ([ceil(T / L), k] each)."""
         start, t = len(self), trajectory.length
         n = padded_length(t, self.sequence_length) if self.agent.recurrent else t
@@ -136,7 +135,7 @@ class POCABuffer:
         if start + n > self._capacity or width > self._mates:
             capacity = max(start + n, 2 * self._capacity) if start + n > self._capacity else self._capacity
             self._grow(capacity, max(width, self._mates))
-        self.agent.append(trajectory, advantages, returns, values, critic_memories)
+        self.agent.append(trajectory, advantages, returns, critic_memories)
         rows = slice(start, start + t)
         self.baselines[start : start + n] = 0
         self.baselines[rows] = baselines

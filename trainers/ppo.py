@@ -9,7 +9,8 @@ behavioral cloning (:mod:`trainers.behavioral_cloning`) runs after each update, 
 When the buffer holds more than ``buffer_size`` samples (:meth:`PPO.ready`), :meth:`PPO.update`
 makes ``num_epoch`` passes over shuffled minibatches of ``batch_size``, minimising
 policy loss + 0.5 * value loss - beta * entropy, with learning rate, beta and epsilon
-following their schedules over ``max_steps``.
+following their schedules over ``max_steps``. The value loss is the plain squared error against
+the returns, ML-Agents' in effect (:func:`trainers.ppo_math.value_loss` says why).
 
 Recurrent (``network_settings.memory``): the critic has its own LSTM, run over each agent's
 trajectories sequence by sequence with its memory carried from one trajectory of the agent to
@@ -36,7 +37,8 @@ from trainers.exceptions import ConfigError
 from trainers.networks import Critic, ValueHeads
 from trainers.on_policy import checkpoint_state, load_checkpoint_state, minibatches, schedules
 from trainers.policy import TorchPolicy
-from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, gae
+from trainers.ppo_math import clipped_surrogate_loss, gae
+from trainers.ppo_math import value_loss as value_loss_of
 from trainers.reward_signal_factory import create_reward_signals
 from trainers.reward_signals import EpisodeSignalRewards, signal_tag
 from trainers.seeding import Stream
@@ -154,7 +156,6 @@ class PPO:
         streams = len(self.reward_signals)
         advantages = np.zeros(trajectory.length, np.float32)
         returns = np.zeros((trajectory.length, streams), np.float32)
-        values = np.zeros((trajectory.length, streams), np.float32)
         for i, signal in enumerate(self.reward_signals):
             estimate = estimates[signal.name].cpu().numpy()
             rewards = signal.rewards(trajectory)
@@ -163,10 +164,9 @@ class PPO:
                 rewards, estimate[:-1], estimate[-1], terminated, signal.gamma, self.hyperparameters.lambd
             )
             advantages += signal_advantages
-            values[:, i] = estimate[:-1]
             self.stats_reporter.add_stats(self._value_tags[i], estimate[:-1])
             self._episode_rewards.add(trajectory, signal.name, rewards)
-        self.buffer.append(trajectory, advantages, returns, values, critic_memories)
+        self.buffer.append(trajectory, advantages, returns, critic_memories)
 
     def ready(self) -> bool:
         return len(self.buffer) > self.hyperparameters.buffer_size
@@ -235,7 +235,7 @@ class PPO:
         values = self.critic(list(batch.obs), critic_memories, length)
         value_loss = torch.stack(
             [
-                clipped_value_loss(values[signal.name], batch.old_values[:, i], batch.returns[:, i], epsilon, mask)
+                value_loss_of(values[signal.name], batch.returns[:, i], mask)
                 for i, signal in enumerate(self.reward_signals)
             ]
         ).mean()

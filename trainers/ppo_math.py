@@ -62,12 +62,27 @@ def clipped_surrogate_loss(
     return -masked_mean(torch.min(unclipped, clipped), mask)
 
 
+def value_loss(values: Tensor, returns: Tensor, mask: Tensor | None = None) -> Tensor:
+    """The squared error of the value estimates against the returns, averaged over the batch
+    (over the rows of ``mask``, if given). All [B].
+
+    This is the value loss ML-Agents trains PPO's and POCA's critics with. Its update means to
+    clip around the estimates that collected the data (:func:`clipped_value_loss`), but it
+    stores those estimates under the returns' buffer key (``value_estimates_key`` is
+    ``returns_key``, in 0.28 and 1.1 alike), so it clips around the returns and the loss is this
+    one. Matched because it shapes learning: with clipping, a critic moves at most ``epsilon``
+    from its old estimates per update and trails returns of tens (3DBall with Unity's rewards
+    reached its cap 50k steps later; ``benchmarks/mlagents_3dball_side_by_side.py``).
+    """
+    return masked_mean((returns - values) ** 2, mask)
+
+
 def clipped_value_loss(
     values: Tensor, old_values: Tensor, returns: Tensor, epsilon: float, mask: Tensor | None = None
 ) -> Tensor:
     """Value loss with the estimate kept within ``epsilon`` of the one that collected the
     data (the worse of the clipped and unclipped squared errors), averaged over the batch
-    (over the rows of ``mask``, if given). All [B]."""
+    (over the rows of ``mask``, if given). All [B]. POCA's baseline loss, as ML-Agents'."""
     clipped = old_values + torch.clamp(values - old_values, -epsilon, epsilon)
     return masked_mean(torch.max((returns - values) ** 2, (returns - clipped) ** 2), mask)
 

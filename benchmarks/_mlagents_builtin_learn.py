@@ -1,0 +1,39 @@
+"""``mlagents-learn`` (ML-Agents 0.28's own CLI and trainers) on one of our built-in environments.
+
+``mlagents_3dball_side_by_side.py`` runs this with the scratch ML-Agents venv's interpreter and the
+repository root on ``PYTHONPATH``. The arguments are ``mlagents-learn``'s; ``--env=builtin:NAME``
+names the built-in environment. Only the environment factory is replaced: each ML-Agents env
+worker builds ``envs.builtin.make_env(NAME, seed=seed, worker_id=worker_id)`` instead of launching
+a Unity build, so everything else (SubprocessEnvManager, AgentProcessor, the trainers) is
+ML-Agents' own. The final ONNX export needs ``onnxscript`` with today's torch; it is skipped
+(it happens after training).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mlagents.trainers import learn
+from mlagents.trainers.torch.model_serialization import ModelSerializer
+
+
+def builtin_factory(env_path: str | None, _no_graphics: bool, seed: int, *_args: Any) -> Callable[..., Any]:
+    if env_path is None or not env_path.startswith("builtin:"):
+        raise SystemExit(f"--env must name a built-in environment (builtin:NAME), not {env_path!r}")
+    name = env_path.removeprefix("builtin:")
+
+    def create(worker_id: int, _side_channels: list[Any]) -> Any:
+        from envs.builtin import make_env
+
+        env = make_env(name, seed=seed, worker_id=worker_id)
+        env.academy_capabilities = None  # a Unity build's handshake field; none: no analytics channel
+        return env
+
+    return create
+
+
+if __name__ == "__main__":
+    learn.create_environment_factory = builtin_factory  # type: ignore[assignment]
+    ModelSerializer.export_policy_model = lambda *_args, **_kwargs: None  # type: ignore[method-assign]
+    learn.main()
