@@ -7,7 +7,7 @@ DungeonEscape's observations.
 Per workload and device: ``gradient_steps_per_s`` (minibatch updates of the algorithm's own
 ``update``: PPO/POCA over a buffer of 8 minibatches and their epochs, SAC one gradient step per
 sample) and ``training_us_per_sample`` (what ``auto`` measures: trajectory processing and
-updates per training sample, trainers.device_choice). Prints one JSON object. Needs no GPU: on
+updates per training sample, trainers.loop.device_choice). Prints one JSON object. Needs no GPU: on
 a machine without one it reports the CPU alone.
 """
 
@@ -29,10 +29,10 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 
 from envs.builtin import make_env
 from stats import StatsReporter
-from trainers.device_choice import candidate_devices, choose_device, synthetic_trajectories, training_timing
-from trainers.poca import POCA
-from trainers.ppo import PPO
-from trainers.sac import SAC
+from trainers.loop.device_choice import candidate_devices, choose_device, synthetic_trajectories, training_timing
+from trainers.poca.algorithm import POCA
+from trainers.ppo.algorithm import PPO
+from trainers.sac.algorithm import SAC
 from trainers.settings import TrainerSettings, structure_run_options
 
 TE, NO = DimensionProperty.TRANSLATIONAL_EQUIVARIANCE, DimensionProperty.NONE

@@ -26,8 +26,8 @@ from benchmarks.ppo_update import SAMPLES, SPEC, synthetic_trajectories
 from processors import Trajectory
 from processors.groups import Groupmates
 from stats import StatsReporter
-from trainers.poca import POCA
-from trainers.ppo import PPO
+from trainers.poca.algorithm import POCA
+from trainers.ppo.algorithm import PPO
 from trainers.settings import POCASettings, load_run_options
 
 MATES = 3

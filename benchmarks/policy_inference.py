@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
-from trainers.policy import TorchPolicy
+from trainers.networks.policy import TorchPolicy
 from trainers.settings import NetworkSettings
 
 

@@ -84,7 +84,7 @@ def measure(inferences: list[str], seconds: float, publish_every: int) -> dict[s
     from orchestration.external import OnnxModels
     from processors import AgentManager, AgentManagerQueue
     from stats import StatsReporter
-    from trainers.policy import TorchPolicy
+    from trainers.networks.policy import TorchPolicy
     from trainers.settings import NetworkSettings
 
     torch.set_num_threads(1)

@@ -40,8 +40,8 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 import envs  # noqa: F401  (installs the protocol import hook that demonstration files need)
 from processors import Trajectory
 from stats import StatsReporter
-from trainers.demonstrations import DemonstrationWriter
-from trainers.ppo import PPO
+from trainers.files.demonstrations import DemonstrationWriter
+from trainers.ppo.algorithm import PPO
 from trainers.settings import (
     BehavioralCloningSettings,
     CuriositySettings,

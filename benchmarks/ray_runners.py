@@ -36,7 +36,7 @@ def create_runtime_factory():
     from orchestration.env_manager import BehaviorRuntime
     from processors import AgentManager
     from stats import StatsReporter
-    from trainers.policy import TorchPolicy
+    from trainers.networks.policy import TorchPolicy
     from trainers.settings import NetworkSettings
 
     def create_runtime(behavior_id, spec):

@@ -28,7 +28,7 @@ from envs.builtin import make_env  # noqa: E402 - after the path set-up
 from orchestration.run import build_run  # noqa: E402
 from stats import StatsWriter  # noqa: E402
 from tests.support.paths import MLAGENTS_CONFIGS  # noqa: E402
-from trainers.sac import SAC  # noqa: E402
+from trainers.sac.algorithm import SAC  # noqa: E402
 from trainers.settings import RunOptions, load_run_options  # noqa: E402
 
 

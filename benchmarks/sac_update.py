@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from processors.trajectory import Trajectory  # noqa: E402 - after the path set-up
 from stats import StatsReporter  # noqa: E402
 from tests.steps import behavior_spec  # noqa: E402
-from trainers.sac import SAC  # noqa: E402
+from trainers.sac.algorithm import SAC  # noqa: E402
 from trainers.settings import NetworkSettings, SACSettings, TrainerSettings  # noqa: E402
 
 SETTINGS = {

@@ -131,7 +131,7 @@ def configure_logging(debug: bool, stream: TextIO | None = None) -> None:
 
 def resolve_options(explicit: dict[str, Any]) -> Any:
     """RunOptions from the config file (if any) with the typed flags over it."""
-    from trainers.registry import TrainerRegistry
+    from trainers.loop.registry import TrainerRegistry
     from trainers.settings import apply_cli_overrides, load_run_options
 
     for removed in ("torch", "tensorflow"):

@@ -6,10 +6,10 @@ every behavior before the run ends.
 Per behavior id (``Name?team=N``) there is an AgentManager and an inference copy of the
 policy (on the CPU, updated from the trainer's policy queue); per behavior name (``Name``,
 the config key) one trainer, which every team's AgentManager feeds. A behavior with a
-``self_play`` section gets a :class:`trainers.ghost.GhostTrainer` around its trainer instead:
+``self_play`` section gets a :class:`trainers.loop.ghost.GhostTrainer` around its trainer instead:
 each team's AgentManager feeds the ghost, which passes only the learning team's trajectories
 on and gives each team's inference policy the learning policy or a snapshot; one
-:class:`trainers.ghost.GhostController` per run decides which team learns.
+:class:`trainers.loop.ghost.GhostController` per run decides which team learns.
 """
 
 from __future__ import annotations
@@ -28,13 +28,13 @@ from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
 from stats import PerfMark, PerfStats, StatsHub, StatsProperty, StatsReporter, Timers, timed_method
 from stats.tags import STEP
 from stats.timer_names import ADVANCE, RESET_ENV, SAVE_MODELS, START_LEARNING
-from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus
-from trainers.device_choice import AUTO, DEVICE_KEY, Timing, candidate_devices, choose_device, training_timing
-from trainers.ghost import GhostController, GhostTrainer
-from trainers.registry import TrainerRegistry
+from trainers.files.checkpoints import BehaviorCheckpoints, TrainingStatus
+from trainers.loop.device_choice import AUTO, DEVICE_KEY, Timing, candidate_devices, choose_device, training_timing
+from trainers.loop.ghost import GhostController, GhostTrainer
+from trainers.loop.registry import TrainerRegistry
+from trainers.loop.trainer import Trainer, TrainerThread
 from trainers.seeding import team_seed
 from trainers.settings import RunOptions, TrainerSettings
-from trainers.trainer import Trainer, TrainerThread
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class TrainerController:
         self.seed = seed
         self.device = device  # a torch device, or "auto": each behavior's own (see _device_for)
         # Under "auto": (behavior, spec, settings) -> the behavior's seconds per sample on a
-        # device; None measures its training (trainers.device_choice.training_timing).
+        # device; None measures its training (trainers.loop.device_choice.training_timing).
         self.device_timing: Callable[[str, BehaviorSpec, TrainerSettings], Timing] | None = None
         self.resume = cp.resume
         self.inference = cp.inference

@@ -26,7 +26,7 @@ from mlagents_envs.base_env import BehaviorSpec, DecisionSteps, TerminalSteps
 
 from envs.unity.versions import package_generation
 from processors import ActionInfo, BehaviorIdentifiers
-from trainers.demonstrations import DEMO_SUFFIX, DemonstrationWriter
+from trainers.files.demonstrations import DEMO_SUFFIX, DemonstrationWriter
 
 logger = logging.getLogger(__name__)
 

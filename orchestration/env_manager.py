@@ -31,7 +31,7 @@ from processors.agent_processor import allowed_actions
 from stats import PerfKind, PerfStats, Timers, timed_method
 from stats.timer_names import ENV_STEP, ENV_WAIT, POLICY_EVALUATE, PROCESS_STEPS, STEP_WORKERS, TAKE_STEP
 from trainers.exceptions import RunEnvironmentError
-from trainers.policy import TorchPolicy
+from trainers.networks.policy import TorchPolicy
 
 logger = logging.getLogger(__name__)
 

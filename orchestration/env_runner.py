@@ -27,7 +27,7 @@ from envs.workers.pool import apply_and_step, observe, with_parameters
 from orchestration.env_manager import EnvStatAggregation, act_for_worker
 from processors import ActionInfo, AgentManager, BehaviorIdentifiers, Trajectory
 from stats import StatsAggregationMethod, StatsReporter
-from trainers.policy import PolicyBlueprint, TorchPolicy
+from trainers.networks.policy import PolicyBlueprint, TorchPolicy
 from trainers.seeding import team_seed
 
 

@@ -13,7 +13,7 @@ from envs.external.server import BehaviorCheck, PolicyServerEnv
 from envs.workers import EnvLaunch, InProcessPool, OpenEnv
 from orchestration.env_manager import BehaviorRuntime
 from trainers.exceptions import ConfigError
-from trainers.onnx_export import export_policy_onnx
+from trainers.files.onnx_export import export_policy_onnx
 from trainers.settings import RunOptions
 
 

@@ -64,11 +64,11 @@ from stats import (
     write_timers_json,
 )
 from stats.timer_names import TRAINER_THREAD_PATH
-from trainers.checkpoints import LATEST_CHECKPOINT, TrainingStatus, load_state, remove_partial_writes
-from trainers.device_choice import AUTO, candidate_devices
 from trainers.exceptions import AgentsLearnError, CheckpointError, ConfigError
-from trainers.mlagents_checkpoint import is_mlagents_checkpoint, resume_refusal
-from trainers.registry import TrainerRegistry
+from trainers.files.checkpoints import LATEST_CHECKPOINT, TrainingStatus, load_state, remove_partial_writes
+from trainers.files.mlagents_checkpoint import is_mlagents_checkpoint, resume_refusal
+from trainers.loop.device_choice import AUTO, candidate_devices
+from trainers.loop.registry import TrainerRegistry
 from trainers.settings import RunOptions, require_capabilities, write_configuration
 
 logger = logging.getLogger(__name__)
@@ -398,7 +398,7 @@ def check_record_demo(folder: Path) -> None:
 
 def pick_device(requested: str | None) -> str:
     """The device to train on: the one asked for (checked usable), else ``auto`` where torch
-    sees a GPU (each behavior measures where it trains faster, see trainers.device_choice),
+    sees a GPU (each behavior measures where it trains faster, see trainers.loop.device_choice),
     else the CPU."""
     if requested and requested != AUTO:
         try:

@@ -15,16 +15,16 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 from processors import Trajectory
 from stats import StatsReporter
 from tests.fixtures.mlagents_0_28.pinned_values import weight_values
-from trainers.attention import (
+from trainers.networks.actor_critic import ObservationEncoder, UnsupportedNetworkError
+from trainers.networks.attention import (
     ATTENTION_EMBEDDING_SIZE,
     EntityEmbedding,
     ResidualSelfAttention,
     entity_mask,
     layer_norm,
 )
-from trainers.networks import ObservationEncoder, UnsupportedNetworkError
-from trainers.ppo import PPO
-from trainers.sac import SAC
+from trainers.ppo.algorithm import PPO
+from trainers.sac.algorithm import SAC
 from trainers.settings import (
     ExtrinsicSettings,
     NetworkSettings,

@@ -20,12 +20,12 @@ import torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 from torch import Tensor
 
-import trainers.behavioral_cloning
+import trainers.reward_signals.behavioral_cloning
 from tests.fixtures.mlagents_0_28.pinned_values import cloning_noise, weight_values
 from tests.support.parity import assert_parameters_match, assert_stats_match
-from trainers.behavioral_cloning import BehavioralCloning
-from trainers.demonstrations import Demonstrations
-from trainers.policy import TorchPolicy
+from trainers.files.demonstrations import Demonstrations
+from trainers.networks.policy import TorchPolicy
+from trainers.reward_signals.behavioral_cloning import BehavioralCloning
 from trainers.settings import BehavioralCloningSettings, NetworkSettings
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mlagents_0_28" / "bc_parity.json"
@@ -83,7 +83,9 @@ class Pinned:
 def build(case: dict, monkeypatch: pytest.MonkeyPatch) -> tuple[BehavioralCloning, list[float], Pinned]:
     """Our cloning with the case's settings, the fixture's weights and demonstrations, the
     randomness pinned; the list the learning rate of every Adam step goes to; the pins."""
-    monkeypatch.setattr(trainers.behavioral_cloning, "training_demonstrations", lambda *_, **__: demonstrations(case))
+    monkeypatch.setattr(
+        trainers.reward_signals.behavioral_cloning, "training_demonstrations", lambda *_, **__: demonstrations(case)
+    )
     network = NetworkSettings(hidden_units=RECORD["hidden_units"], num_layers=RECORD["num_layers"])
     policy = TorchPolicy(behavior(case), network, seed=0)
     params = dict(policy.actor.named_parameters())

@@ -12,9 +12,9 @@ import torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
 from tests.test_attention import entities_spec, update_once, visual_spec
-from trainers.conditioning import ConditionalEncoder, HyperNetwork
-from trainers.networks import ObservationEncoder
-from trainers.sac_networks import QNetwork
+from trainers.networks.actor_critic import ObservationEncoder
+from trainers.networks.conditioning import ConditionalEncoder, HyperNetwork
+from trainers.sac.networks import QNetwork
 from trainers.settings import ConditioningType, NetworkSettings
 
 

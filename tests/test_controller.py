@@ -15,8 +15,8 @@ from orchestration.controller import PERF_AGENT_STEPS_PER_SECOND
 from orchestration.run import build_run
 from stats import StatsWriter
 from trainers.exceptions import TrainerError
-from trainers.ppo import PPO
-from trainers.registry import TrainerRegistry, builtin_algorithms
+from trainers.loop.registry import TrainerRegistry, builtin_algorithms
+from trainers.ppo.algorithm import PPO
 from trainers.settings import RunOptions, TrainerSettings, builtin_hyperparameter_types, load_run_options
 
 

@@ -21,7 +21,7 @@ from envs.builtin import make_env
 from stats import StatsSummary, StatsWriter
 from tests.support.expert_demos import SIMPLE_DEMO_STEPS, record_simple_demo
 from tests.support.learning import PPO_TEST_CONFIG, train_env
-from trainers.demonstrations import INITIAL_POS, delimited, load_demonstrations, read_demo_file
+from trainers.files.demonstrations import INITIAL_POS, delimited, load_demonstrations, read_demo_file
 from trainers.settings import BehavioralCloningSettings, GAILSettings, RewardSignalType
 
 BRAIN_NAME = "1D"  # test_simple_rl.py's

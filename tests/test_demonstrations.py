@@ -25,14 +25,14 @@ from envs.builtin import make_env
 from orchestration.run import build_run
 from tests.support.demo_fixture import FIXTURE_DEMO, fixture_spec, write_fixture_demo
 from tests.support.python_envs import make_basic
-from trainers.demonstrations import (
+from trainers.exceptions import ConfigError
+from trainers.files.demonstrations import (
     INITIAL_POS,
     DemonstrationWriter,
     delimited,
     load_demonstrations,
     read_demo_file,
 )
-from trainers.exceptions import ConfigError
 from trainers.settings import load_run_options
 
 LOADER_JSON = FIXTURE_DEMO.parent.parent / "demo_loader.json"

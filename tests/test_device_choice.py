@@ -22,7 +22,7 @@ import orchestration.controller as controller_module
 from orchestration.run import build_run, pick_device
 from stats import StatsWriter
 from tests.conftest import HIDDEN_CUDA_KEY, UNSET
-from trainers.device_choice import (
+from trainers.loop.device_choice import (
     AUTO,
     DeviceChoice,
     choose_device,
@@ -30,9 +30,9 @@ from trainers.device_choice import (
     synthetic_trajectories,
     training_timing,
 )
-from trainers.poca import POCA
-from trainers.ppo import PPO
-from trainers.sac import SAC
+from trainers.poca.algorithm import POCA
+from trainers.ppo.algorithm import PPO
+from trainers.sac.algorithm import SAC
 from trainers.settings import TrainerSettings, structure_run_options
 
 TE, NO = DimensionProperty.TRANSLATIONAL_EQUIVARIANCE, DimensionProperty.NONE

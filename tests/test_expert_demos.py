@@ -10,7 +10,7 @@ import pytest
 from envs.builtin import make_env
 from tests.support.expert_demos import SIMPLE_DEMO_STEPS, random_policy, record_demo, record_simple_demo
 from tests.support.spec_envs import SpecEnv
-from trainers.demonstrations import load_demonstrations
+from trainers.files.demonstrations import load_demonstrations
 
 
 @pytest.mark.parametrize("anti", [False, True], ids=["expert", "anti-expert"])

@@ -19,17 +19,17 @@ import torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 from torch import Tensor
 
-import trainers.gail
+import trainers.reward_signals.gail
 from tests.fixtures.mlagents_0_28.pinned_values import code_noise, interpolation, weight_values
 from tests.support.parity import (
     assert_parameters_match,
     assert_stats_match,
     start_normalizers_like_mlagents,
 )
-from trainers.demonstrations import Demonstrations
-from trainers.gail import GAILReward
-from trainers.networks import Normalizer
-from trainers.reward_signals import SignalBatch
+from trainers.files.demonstrations import Demonstrations
+from trainers.networks.actor_critic import Normalizer
+from trainers.reward_signals.base import SignalBatch
+from trainers.reward_signals.gail import GAILReward
 from trainers.settings import GAILSettings, NetworkSettings
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mlagents_0_28" / "gail_parity.json"
@@ -37,7 +37,7 @@ RECORD = json.loads(FIXTURE.read_text(encoding="utf-8"))
 RTOL = ATOL = 1e-5
 # VAIL's beta: ML-Agents computes ``beta * (KL - 0.5)`` and then rebinds ``beta.data`` to the
 # stepped beta, so the loss's backward reads the new beta (0.159 at the first update, not 0);
-# trainers.gail steps beta first and multiplies by the stepped value, which the VAIL cases check.
+# trainers.reward_signals.gail steps beta first and multiplies by the stepped value, which the VAIL cases check.
 CASES = sorted(RECORD["cases"])
 
 
@@ -93,7 +93,7 @@ def pin_randomness(monkeypatch: pytest.MonkeyPatch, signal: GAILReward) -> None:
 def build(case: dict, monkeypatch: pytest.MonkeyPatch) -> tuple[GAILReward, dict[str, torch.nn.Parameter]]:
     """Our signal with the case's settings and the fixture's weights and expert rows; the
     discriminator's parameters by name."""
-    monkeypatch.setattr(trainers.gail, "training_demonstrations", lambda *_, **__: demonstrations())
+    monkeypatch.setattr(trainers.reward_signals.gail, "training_demonstrations", lambda *_, **__: demonstrations())
     settings = GAILSettings(
         strength=RECORD["strength"],
         learning_rate=RECORD["learning_rate"],

@@ -16,14 +16,14 @@ import torch
 from processors import Trajectory
 from stats import StatsReporter
 from tests.steps import behavior_spec
-from trainers.behavioral_cloning import BehavioralCloning, _padded_rows
-from trainers.demonstrations import DemonstrationWriter
 from trainers.exceptions import ConfigError
-from trainers.gail import GAILReward
-from trainers.policy import TorchPolicy
-from trainers.ppo import PPO
-from trainers.reward_signals import trajectory_signal_batch
-from trainers.sac import SAC
+from trainers.files.demonstrations import DemonstrationWriter
+from trainers.networks.policy import TorchPolicy
+from trainers.ppo.algorithm import PPO
+from trainers.reward_signals.base import trajectory_signal_batch
+from trainers.reward_signals.behavioral_cloning import BehavioralCloning, _padded_rows
+from trainers.reward_signals.gail import GAILReward
+from trainers.sac.algorithm import SAC
 from trainers.settings import (
     BehavioralCloningSettings,
     ExtrinsicSettings,

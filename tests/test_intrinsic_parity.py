@@ -19,9 +19,9 @@ from tests.support.parity import (
     assert_stats_match,
     start_normalizers_like_mlagents,
 )
-from trainers.curiosity import CuriosityReward
-from trainers.reward_signals import SignalBatch
-from trainers.rnd import RNDReward
+from trainers.reward_signals.base import SignalBatch
+from trainers.reward_signals.curiosity import CuriosityReward
+from trainers.reward_signals.rnd import RNDReward
 from trainers.settings import CuriositySettings, NetworkSettings, RNDSettings
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mlagents_0_28" / "reward_signal_parity.json"

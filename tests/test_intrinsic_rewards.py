@@ -12,10 +12,10 @@ import torch
 from processors import Trajectory
 from stats import StatsReporter
 from tests.steps import behavior_spec
-from trainers.curiosity import CuriosityReward, flatten_actions
-from trainers.ppo import PPO
-from trainers.reward_signals import SignalBatch
-from trainers.rnd import RNDReward
+from trainers.ppo.algorithm import PPO
+from trainers.reward_signals.base import SignalBatch
+from trainers.reward_signals.curiosity import CuriosityReward, flatten_actions
+from trainers.reward_signals.rnd import RNDReward
 from trainers.settings import (
     CuriositySettings,
     ExtrinsicSettings,

@@ -60,6 +60,46 @@ def test_packages_import_only_what_the_design_allows():
     assert not problems, problems
 
 
+# Inside trainers: what each part (a sub-package, or a top-level module) may import of the
+# others; the order of trainers/__init__.py's list.
+TRAINERS_BASE = {"exceptions", "seeding", "settings"}
+TRAINERS_ALLOWED = {
+    "exceptions": set(),
+    "seeding": set(),
+    "settings": {"exceptions"},
+    "networks": TRAINERS_BASE,
+    "files": TRAINERS_BASE | {"networks"},
+    "reward_signals": TRAINERS_BASE | {"networks", "files"},
+    "ppo": TRAINERS_BASE | {"networks", "files", "reward_signals"},
+    "poca": TRAINERS_BASE | {"networks", "files", "reward_signals", "ppo"},
+    "sac": TRAINERS_BASE | {"networks", "files", "reward_signals"},
+    "loop": TRAINERS_BASE | {"networks", "files", "reward_signals", "ppo", "poca", "sac"},
+}
+
+
+def test_trainers_parts_import_down_the_layers():
+    problems = []
+    for name, path in first_party_modules().items():
+        parts = name.split(".")
+        if parts[0] != "trainers" or len(parts) < 2:
+            continue
+        part = parts[1]
+        for imported in imports_of(path):
+            other = imported.split(".")
+            if other[0] != "trainers" or len(other) < 2 or other[1] == part:
+                continue
+            if other[1] not in TRAINERS_ALLOWED[part]:
+                problems.append(f"{name} imports {imported}")
+    assert not problems, problems
+
+
+def test_trainers_has_a_short_top_level():
+    """A newcomer sees the concepts, not every file: at most 10 entries besides __init__."""
+    entries = [p.name for p in (REPO / "trainers").iterdir() if p.name not in ("__init__.py", "__pycache__")]
+    assert set(entries) == {f"{part}.py" if part in ("exceptions", "seeding") else part for part in TRAINERS_ALLOWED}
+    assert len(entries) <= 10
+
+
 def test_no_import_circles_between_modules():
     modules = first_party_modules()
     graph = {}

@@ -20,9 +20,10 @@ import torch
 from stats import StatsReporter
 from tests.test_mlagents_checkpoint import FIXTURES as FIXTURES_0_28
 from tests.test_mlagents_checkpoint import TOLERANCE, assert_refused_whole, masks_of, mismatch, recurrent_of, spec
-from trainers import mlagents_checkpoint
-from trainers.checkpoints import load_state
-from trainers.ppo import PPO
+from trainers.files import mlagents_checkpoint
+from trainers.files.checkpoints import load_state
+from trainers.loop.trainer import Trainer
+from trainers.ppo.algorithm import PPO
 from trainers.settings import (
     EncoderType,
     ExtrinsicSettings,
@@ -32,7 +33,6 @@ from trainers.settings import (
     RewardSignalType,
     TrainerSettings,
 )
-from trainers.trainer import Trainer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlagents_1_1"
 

@@ -21,11 +21,12 @@ from orchestration.run import build_run
 from stats import StatsReporter
 from tests.test_cli import basic_config, one_line_error, run_cli
 from tests.test_cli_defects import snapshot
-from trainers import mlagents_checkpoint
-from trainers.checkpoints import load_state
 from trainers.exceptions import CheckpointError
-from trainers.poca import POCA
-from trainers.ppo import PPO
+from trainers.files import mlagents_checkpoint
+from trainers.files.checkpoints import load_state
+from trainers.loop.trainer import Trainer
+from trainers.poca.algorithm import POCA
+from trainers.ppo.algorithm import PPO
 from trainers.settings import (
     ExtrinsicSettings,
     MemorySettings,
@@ -36,7 +37,6 @@ from trainers.settings import (
     TrainerSettings,
     load_run_options,
 )
-from trainers.trainer import Trainer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mlagents_0_28"
 TOLERANCE = 1e-5

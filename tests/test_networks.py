@@ -11,7 +11,7 @@ import torch
 from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpec, ObservationType
 
 from trainers.exceptions import ConfigError
-from trainers.networks import (
+from trainers.networks.actor_critic import (
     MIN_RESOLUTION,
     Actor,
     Critic,

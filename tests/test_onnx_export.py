@@ -16,8 +16,8 @@ from mlagents_envs.base_env import (
 )
 from onnx import TensorProto
 
-from trainers.onnx_export import export_policy_onnx
-from trainers.policy import TorchPolicy
+from trainers.files.onnx_export import export_policy_onnx
+from trainers.networks.policy import TorchPolicy
 from trainers.settings import EncoderType, NetworkSettings
 
 

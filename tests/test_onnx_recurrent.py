@@ -12,8 +12,8 @@ from mlagents_envs.base_env import ActionTuple
 
 from envs.builtin import make_env
 from tests.test_onnx_export import unity_layout
-from trainers.onnx_export import export_policy_onnx
-from trainers.policy import TorchPolicy
+from trainers.files.onnx_export import export_policy_onnx
+from trainers.networks.policy import TorchPolicy
 from trainers.settings import ConditioningType, MemorySettings, NetworkSettings
 
 MEMORY = 24

@@ -12,7 +12,7 @@ its own gamma and ``ignore_done``).
 ML-Agents 0.28's ``RewardSignalUtil.value_estimates_key`` is its ``returns_key``: the old value
 estimates its update reads are the returns, which makes its value loss the unclipped squared
 error (the baseline loss is clipped around the old baselines, a field of its own). agents-learn
-trains with that same loss (``trainers.ppo_math.value_loss``), so the update tests compare our
+trains with that same loss (``trainers.ppo.maths.value_loss``), so the update tests compare our
 own update, every minibatch, with ML-Agents'.
 """
 
@@ -27,18 +27,18 @@ import pytest
 import torch
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
-import trainers.poca
+import trainers.poca.algorithm
 from processors.groups import Groupmates
 from processors.trajectory import Trajectory
 from stats import StatsReporter
 from tests.fixtures.mlagents_0_28.pinned_values import weight_values
 from tests.support.parity import assert_parameters_match, start_normalizers_like_mlagents
-from trainers.buffer import PPOBatch
-from trainers.networks import Normalizer
-from trainers.poca import POCA
-from trainers.poca_buffer import POCABatch
-from trainers.poca_networks import GroupObservations
-from trainers.ppo_math import gae
+from trainers.networks.actor_critic import Normalizer
+from trainers.poca.algorithm import POCA
+from trainers.poca.buffer import POCABatch
+from trainers.poca.networks import GroupObservations
+from trainers.ppo.buffer import PPOBatch
+from trainers.ppo.maths import gae
 from trainers.settings import (
     CuriositySettings,
     ExtrinsicSettings,
@@ -299,7 +299,7 @@ def add_trajectories(
         estimates.append(np.asarray(values, np.float32).copy())
         return gae(rewards, values, *args)
 
-    monkeypatch.setattr(trainers.poca, "gae", recording_gae)
+    monkeypatch.setattr(trainers.poca.algorithm, "gae", recording_gae)
     for data in RECORD["cases"][name]["trajectories"]["trajectories"]:
         estimates.clear()
         pinned = np.asarray(data["curiosity_rewards"], np.float32) * strength

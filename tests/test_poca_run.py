@@ -14,10 +14,10 @@ from orchestration import train
 from processors import AgentManager
 from stats import StatsReporter, StatsWriter
 from tests.steps import NO_TERMINALS, action_info, behavior_spec, drain, fake_policy, vector_steps, vector_terminals
-from trainers.checkpoints import load_state
-from trainers.poca import POCA
-from trainers.poca_networks import GroupObservations
-from trainers.reward_signals import ExtrinsicReward
+from trainers.files.checkpoints import load_state
+from trainers.poca.algorithm import POCA
+from trainers.poca.networks import GroupObservations
+from trainers.reward_signals.base import ExtrinsicReward
 from trainers.settings import ExtrinsicSettings, POCASettings, TrainerSettings, structure_run_options
 
 

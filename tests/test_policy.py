@@ -15,7 +15,7 @@ from mlagents_envs.base_env import (
 )
 
 from processors.trajectory import ActionInfo
-from trainers.policy import TorchPolicy
+from trainers.networks.policy import TorchPolicy
 from trainers.settings import EncoderType, MemorySettings, NetworkSettings
 
 

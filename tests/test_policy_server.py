@@ -24,7 +24,7 @@ from orchestration.env_manager import BehaviorRuntime, EnvManager
 from orchestration.external import OnnxModels
 from processors import AgentManager
 from stats import StatsReporter
-from trainers.policy import TorchPolicy
+from trainers.networks.policy import TorchPolicy
 from trainers.settings import NetworkSettings
 
 torch.set_num_threads(1)

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from trainers.ppo_math import clipped_surrogate_loss, clipped_value_loss, decayed_value, gae, value_loss
+from trainers.ppo.maths import clipped_surrogate_loss, clipped_value_loss, gae, value_loss
 from trainers.settings import ScheduleType
+from trainers.settings.schedules import decayed_value
 
 REWARDS = [1.0, 0.0, 2.0]
 VALUES = [0.5, 0.4, 0.3]

@@ -14,10 +14,11 @@ from processors import AgentManagerQueue, Trajectory
 from stats import StatsHub, StatsReporter, StatsWriter
 from tests.steps import behavior_spec
 from tests.support.plugins import write_fake_plugin
-from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus, load_state
 from trainers.exceptions import CheckpointError, ConfigError, TrainerError, UnknownTrainerTypeError
-from trainers.ppo import PPO
-from trainers.registry import TRAINER_TYPE_GROUP, TrainerRegistry
+from trainers.files.checkpoints import BehaviorCheckpoints, TrainingStatus, load_state
+from trainers.loop.registry import TRAINER_TYPE_GROUP, TrainerRegistry
+from trainers.loop.trainer import Trainer, TrainerThread
+from trainers.ppo.algorithm import PPO
 from trainers.settings import (
     ExtrinsicSettings,
     GAILSettings,
@@ -26,7 +27,6 @@ from trainers.settings import (
     RewardSignalType,
     TrainerSettings,
 )
-from trainers.trainer import Trainer, TrainerThread
 
 SPEC = behavior_spec(obs_shapes=((3,),), continuous=2, branches=(3,))
 
@@ -339,7 +339,7 @@ def test_registry_names_missing_trainer_type():
 
 def test_registry_loads_trainer_plugins_from_entry_points(tmp_path, monkeypatch):
     source = (
-        "from trainers.ppo import PPO\n"
+        "from trainers.ppo.algorithm import PPO\n"
         "from trainers.settings import PPOSettings\n"
         "class MyPPO(PPO):\n    pass\n"
         "def register():\n    return {'my_ppo': MyPPO}, {'my_ppo': PPOSettings}\n"

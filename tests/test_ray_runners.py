@@ -23,8 +23,8 @@ from stats import StatsHub, StatsWriter
 from stats.tags import CUMULATIVE_REWARD, EPISODE_LENGTH
 from tests.support.learning import RewardLog, config
 from trainers.exceptions import ConfigError
-from trainers.policy import TorchPolicy
-from trainers.registry import TrainerRegistry
+from trainers.loop.registry import TrainerRegistry
+from trainers.networks.policy import TorchPolicy
 from trainers.settings import NetworkSettings, RunOptions
 
 HORIZON = 16

@@ -11,7 +11,7 @@ import torch
 
 from orchestration import train
 from tests.test_sac_run import StopAfterSummaries
-from trainers.checkpoints import load_state
+from trainers.files.checkpoints import load_state
 from trainers.settings import load_run_options
 
 pytestmark = pytest.mark.slow  # runs training end to end

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from processors import Trajectory
-from trainers.replay_buffer import ReplayBuffer, transition_bytes
+from trainers.sac.replay_buffer import ReplayBuffer, transition_bytes
 
 
 def trajectory(start: int, length: int, *, done: bool = False, interrupted: bool = False, image=False) -> Trajectory:

@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from trainers import sac_math
+from trainers.sac import maths as sac_math
 
 
 def test_target_entropies_are_mlagents():
@@ -94,7 +94,7 @@ def test_entropy_coefficients_fall_when_the_policy_is_more_random_than_the_targe
 
 
 def test_masked_actions_contribute_nothing_and_stay_finite():
-    # a masked action's log-prob is about -1e8 (trainers.distributions.mask_logits): p log p is 0
+    # a masked action's log-prob is about -1e8 (trainers.networks.distributions.mask_logits): p log p is 0
     log_probs = torch.log_softmax(torch.tensor([[0.0, 0.0, -1e8]]), dim=1)
     q = torch.tensor([[[1.0, 3.0, 1000.0]]])
     probs = log_probs.exp()

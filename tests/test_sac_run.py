@@ -12,7 +12,7 @@ import pytest
 from orchestration import train
 from stats import StatsWriter
 from tests.support.python_envs import make_basic
-from trainers.checkpoints import load_state
+from trainers.files.checkpoints import load_state
 from trainers.settings import load_run_options
 
 pytestmark = pytest.mark.slow  # runs training end to end

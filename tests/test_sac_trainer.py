@@ -15,12 +15,12 @@ from mlagents_envs.base_env import BehaviorSpec
 from processors import AgentManagerQueue, Trajectory
 from stats import StatsHub, StatsReporter, StatsWriter
 from tests.steps import behavior_spec
-from trainers.checkpoints import BehaviorCheckpoints, TrainingStatus, load_state
 from trainers.exceptions import CheckpointError, ConfigError
-from trainers.registry import TrainerRegistry
-from trainers.sac import SAC
+from trainers.files.checkpoints import BehaviorCheckpoints, TrainingStatus, load_state
+from trainers.loop.registry import TrainerRegistry
+from trainers.loop.trainer import Trainer, TrainerThread
+from trainers.sac.algorithm import SAC
 from trainers.settings import ExtrinsicSettings, NetworkSettings, RewardSignalType, SACSettings, TrainerSettings
-from trainers.trainer import Trainer, TrainerThread
 
 SPECS = {
     "continuous": behavior_spec(obs_shapes=((3,),), continuous=2),

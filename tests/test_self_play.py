@@ -21,9 +21,9 @@ from processors.trajectory import Trajectory
 from stats import ConsoleWriter, StatsHub, StatsProperty, StatsWriter
 from stats.tags import SELF_PLAY_ELO
 from tests.support.learning import PPO_TEST_CONFIG
-from trainers.checkpoints import TrainingStatus, load_state
 from trainers.exceptions import ConfigError
-from trainers.ghost import (
+from trainers.files.checkpoints import TrainingStatus, load_state
+from trainers.loop.ghost import (
     CHECKPOINT_KEY,
     LATEST,
     GhostController,

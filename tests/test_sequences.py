@@ -13,12 +13,12 @@ from processors import Trajectory
 from stats import StatsReporter
 from tests.steps import NO_TERMINALS, action_info, behavior_spec, drain, vector_steps, vector_terminals
 from tests.test_agent_processor import make_manager
-from trainers.buffer import UpdateBuffer
-from trainers.networks import LSTMMemory
-from trainers.ppo import PPO
-from trainers.replay_buffer import ReplayBuffer
-from trainers.sac import SAC
-from trainers.sequences import CriticMemories, masked_mean
+from trainers.networks.actor_critic import LSTMMemory
+from trainers.networks.sequences import CriticMemories, masked_mean
+from trainers.ppo.algorithm import PPO
+from trainers.ppo.buffer import UpdateBuffer
+from trainers.sac.algorithm import SAC
+from trainers.sac.replay_buffer import ReplayBuffer
 from trainers.settings import (
     MemorySettings,
     NetworkSettings,

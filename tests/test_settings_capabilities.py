@@ -236,6 +236,7 @@ ALLOWED = {
     "structure": {"schema", "text", "validate"},
     "overrides": {"schema", "structure", "validate"},
     "files": {"schema", "structure", "text"},
+    "schedules": {"schema"},
 }
 
 

@@ -18,7 +18,13 @@ from mlagents_envs.communicator_objects.demonstration_meta_pb2 import Demonstrat
 from mlagents_envs.communicator_objects.observation_pb2 import NONE, PNG, ObservationProto
 
 import envs.unity  # noqa: F401  (registers the protocol modules for this protobuf)
-from trainers.demonstrations import INITIAL_POS, DemonstrationWriter, delimited, load_demonstrations, read_demo_file
+from trainers.files.demonstrations import (
+    INITIAL_POS,
+    DemonstrationWriter,
+    delimited,
+    load_demonstrations,
+    read_demo_file,
+)
 
 TE, NO = DimensionProperty.TRANSLATIONAL_EQUIVARIANCE, DimensionProperty.NONE
 H, W = 4, 5

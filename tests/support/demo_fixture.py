@@ -34,7 +34,7 @@ def fixture_spec() -> BehaviorSpec:
 
 def write_fixture_demo(path: Path) -> None:
     """Write the fixture's file to ``path`` with agents-learn's writer."""
-    from trainers.demonstrations import DemonstrationWriter
+    from trainers.files.demonstrations import DemonstrationWriter
 
     with DemonstrationWriter(path, behavior_name="Fixture", behavior_spec=fixture_spec()) as writer:
         # (agent, step, done, max_step_reached) in the order the environment delivers them.

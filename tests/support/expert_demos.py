@@ -20,7 +20,7 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple, BaseEnv, BehaviorSpec, DecisionSteps
 
 from envs.builtin import make_env
-from trainers.demonstrations import DemonstrationWriter
+from trainers.files.demonstrations import DemonstrationWriter
 
 #: (decision steps, behavior spec, random generator) -> the actions of every row.
 Policy = Callable[[DecisionSteps, BehaviorSpec, np.random.Generator], ActionTuple]

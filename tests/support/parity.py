@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainers.networks import Normalizer
+from trainers.networks.actor_critic import Normalizer
 
 
 def start_normalizers_like_mlagents(module: torch.nn.Module) -> None:

@@ -18,7 +18,7 @@ allowed. What a trainer does with its own sections (reward signals, behavioral c
 plugin's business: those checks apply only to the trainer types agents-learn implements itself
 (``OWN_TRAINER_TYPES``) and to types that have no trainer. Self-play and environment
 parameters (constants, samplers, curricula) are accepted for every trainer type: the ghost
-trainer (``trainers.ghost``) wraps the trainer loop, and the curriculum
+trainer (``trainers.loop.ghost``) wraps the trainer loop, and the curriculum
 (``orchestration.curriculum``) is run-wide, whatever algorithm runs.
 
 Keys parsed but not acted on are refused when they differ from their default (see

@@ -476,7 +476,7 @@ class CheckpointSettings:
 @attrs.frozen(kw_only=True)
 class TorchSettings:
     """``device``: cpu, cuda, cuda:N, mps, xpu, or auto (None: auto): with a GPU at hand, each
-    behavior trains where its training measures faster (trainers.device_choice)."""
+    behavior trains where its training measures faster (trainers.loop.device_choice)."""
 
     device: str | None = None
 
@@ -536,7 +536,7 @@ def behavior_settings(options: RunOptions, name: str) -> TrainerSettings:
 
 
 # The file a behavior starts from in another run's folder: ML-Agents' DEFAULT_CHECKPOINT_NAME,
-# and the name trainers.checkpoints gives the latest checkpoint.
+# and the name trainers.files.checkpoints gives the latest checkpoint.
 INIT_CHECKPOINT = "checkpoint.pt"
 
 

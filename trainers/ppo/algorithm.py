@@ -1,0 +1,252 @@
+"""PPO, readable top to bottom: trajectories -> advantages -> clipped-surrogate updates.
+
+Per trajectory (:meth:`PPO.add`): update the observation normalisers, estimate values of
+every step and of ``next_obs`` with the critic, compute each reward signal's GAE
+(bootstrapping from ``next_obs`` unless the episode truly terminated; curiosity and RND bootstrap
+past the end, as ML-Agents' ``ignore_done``) and buffer the samples. Reward signals that train
+(curiosity, RND, GAIL) are updated on every minibatch of the update, after the policy's step;
+behavioral cloning (:mod:`trainers.reward_signals.behavioral_cloning`) runs after each update, as ML-Agents'.
+When the buffer holds more than ``buffer_size`` samples (:meth:`PPO.ready`), :meth:`PPO.update`
+makes ``num_epoch`` passes over shuffled minibatches of ``batch_size``, minimising
+policy loss + 0.5 * value loss - beta * entropy, with learning rate, beta and epsilon
+following their schedules over ``max_steps``. The value loss is the plain squared error against
+the returns, ML-Agents' in effect (:func:`trainers.ppo.maths.value_loss` says why).
+
+Recurrent (``network_settings.memory``): the critic has its own LSTM, run over each agent's
+trajectories sequence by sequence with its memory carried from one trajectory of the agent to
+the next (reset at an episode's start), as ML-Agents does; the buffer keeps the memory at each
+sequence's start and the update shuffles and batches whole sequences (``batch_size /
+sequence_length`` per minibatch), with padding masked out of every loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import torch
+from mlagents_envs.base_env import BehaviorSpec
+
+from processors.trajectory import Trajectory
+from stats import StatsReporter
+from trainers import seeding
+from trainers.exceptions import ConfigError
+from trainers.networks.actor_critic import Critic, ValueHeads
+from trainers.networks.policy import TorchPolicy
+from trainers.networks.sequences import CriticMemories, masked_mean
+from trainers.ppo.buffer import PPOBatch, UpdateBuffer
+from trainers.ppo.maths import clipped_surrogate_loss, gae
+from trainers.ppo.maths import value_loss as value_loss_of
+from trainers.ppo.on_policy import checkpoint_state, load_checkpoint_state, minibatches, schedules
+from trainers.reward_signals.base import EpisodeSignalRewards, signal_tag
+from trainers.reward_signals.behavioral_cloning import behavioral_cloning_for
+from trainers.reward_signals.factory import create_reward_signals
+from trainers.seeding import Stream
+from trainers.settings import PPOSettings, TrainerSettings
+
+
+class _SharedCritic(torch.nn.Module):
+    """Value heads on the actor's own encoder (``shared_critic: true``)."""
+
+    def __init__(self, policy: TorchPolicy, stream_names: list[str], generator: torch.Generator):
+        super().__init__()
+        actor = policy.actor
+        # the actor's body as this module's own (its state keeps the encoder.* / memory.* keys)
+        self.encoder = actor.encoder
+        self.memory = actor.memory
+        self.memory_size = actor.memory_size
+        self._actor_features = actor.features
+        features = actor.encoder.output_size if actor.memory is None else actor.memory.hidden_size
+        self.value_heads = ValueHeads(features, stream_names, generator=generator)
+
+    def features(
+        self, obs: list[torch.Tensor], memories: torch.Tensor | None = None, sequence_length: int = 1
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The actor's features; with memory, the actor's LSTM from the critic's own memories."""
+        return self._actor_features(obs, memories, sequence_length)
+
+    def forward(
+        self, obs: list[torch.Tensor], memories: torch.Tensor | None = None, sequence_length: int = 1
+    ) -> dict[str, torch.Tensor]:
+        return self.value_heads(self.features(obs, memories, sequence_length)[0])
+
+    def values_and_memories(
+        self, obs: list[torch.Tensor], memories: torch.Tensor | None, sequence_length: int
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        features, memories_out = self.features(obs, memories, sequence_length)
+        return self.value_heads(features), memories_out
+
+    def update_normalization(self, obs: list[torch.Tensor]) -> None:
+        """The actor's normaliser is the shared one; the policy updates it."""
+
+
+class PPO:
+    """Proximal Policy Optimization for one behavior (an :class:`trainers.loop.algorithm.Algorithm`)."""
+
+    updates_between_trajectories = False  # ML-Agents fills the buffer with every queued trajectory
+
+    def __init__(
+        self,
+        *,
+        behavior_name: str,
+        behavior_spec: BehaviorSpec,
+        settings: TrainerSettings,
+        stats_reporter: StatsReporter,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+    ):
+        hyperparameters = settings.hyperparameters
+        if not isinstance(hyperparameters, PPOSettings):
+            raise ConfigError(f"behaviors.{behavior_name}.hyperparameters: PPO settings expected")
+        self.hyperparameters: PPOSettings = hyperparameters
+        self.settings = settings
+        self.stats_reporter = stats_reporter
+        self.policy = TorchPolicy(behavior_spec, settings.network_settings, seed=seed, device=device)
+        self.device = self.policy.device
+        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed, device=device)
+        self._training_signals = [signal for signal in self.reward_signals if signal.trains]
+        stream_names = [signal.name for signal in self.reward_signals]
+        self._value_tags = [signal_tag(name, "Value Estimate") for name in stream_names]
+        self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
+        generator = seeding.generator(seed, Stream.CRITIC_INIT)
+        if hyperparameters.shared_critic:
+            self.critic: Critic | _SharedCritic = _SharedCritic(self.policy, stream_names, generator)
+        else:
+            self.critic = Critic(
+                behavior_spec.observation_specs, settings.network_settings, stream_names, generator=generator
+            )
+        self.critic.to(self.device)
+        parameters = {id(p): p for p in [*self.policy.actor.parameters(), *self.critic.parameters()]}
+        self.optimizer = torch.optim.Adam(parameters.values(), lr=hyperparameters.learning_rate, fused=True)
+        self.shuffle = seeding.generator(seed, Stream.SHUFFLE)
+        memory = settings.network_settings.memory
+        self.sequence_length = 1 if memory is None else int(memory.sequence_length)
+        self.buffer = UpdateBuffer(
+            [tuple(spec.shape) for spec in behavior_spec.observation_specs],
+            self.policy.continuous_size,
+            self.policy.discrete_branches,
+            len(self.reward_signals),
+            capacity=hyperparameters.buffer_size + settings.time_horizon + self.sequence_length,
+            sequence_length=self.sequence_length,
+            memory_sizes=(self.policy.memory_size, self.critic.memory_size),
+            next_obs=bool(self._training_signals),
+        )
+        self._critic_memories = CriticMemories(self.critic.memory_size, self.sequence_length, self.device)
+        self.cloning = behavioral_cloning_for(
+            behavior_name, self.policy, settings, sequence_length=self.sequence_length, seed=seed
+        )
+
+    # ------------------------------------------------------------------ experience
+
+    def add(self, trajectory: Trajectory) -> None:
+        obs_with_next = [np.concatenate([o, n[None]]) for o, n in zip(trajectory.obs, trajectory.next_obs)]
+        if self.settings.network_settings.normalize:
+            self.policy.update_normalization(trajectory.obs)
+            self.critic.update_normalization(self.policy.obs_to_tensors(trajectory.obs))
+        critic_memories = None
+        with torch.no_grad():
+            if self.critic.memory_size:
+                estimates, start_memories = self._critic_memories.evaluate(
+                    trajectory, self.policy.obs_to_tensors(obs_with_next), self.critic.values_and_memories
+                )
+                critic_memories = start_memories.cpu().numpy()
+            else:
+                estimates = self.critic(self.policy.obs_to_tensors(obs_with_next))
+        streams = len(self.reward_signals)
+        advantages = np.zeros(trajectory.length, np.float32)
+        returns = np.zeros((trajectory.length, streams), np.float32)
+        for i, signal in enumerate(self.reward_signals):
+            estimate = estimates[signal.name].cpu().numpy()
+            rewards = signal.rewards(trajectory)
+            terminated = trajectory.terminated and not signal.ignore_done
+            signal_advantages, returns[:, i] = gae(
+                rewards, estimate[:-1], estimate[-1], terminated, signal.gamma, self.hyperparameters.lambd
+            )
+            advantages += signal_advantages
+            self.stats_reporter.add_stats(self._value_tags[i], estimate[:-1])
+            self._episode_rewards.add(trajectory, signal.name, rewards)
+        self.buffer.append(trajectory, advantages, returns, critic_memories)
+
+    def ready(self) -> bool:
+        return len(self.buffer) > self.hyperparameters.buffer_size
+
+    # ------------------------------------------------------------------ update
+
+    def schedules(self, step: int) -> tuple[float, float, float]:
+        """(learning rate, beta, epsilon) at trainer step ``step``."""
+        return schedules(self.hyperparameters, step, self.settings.max_steps)
+
+    def update(self, step: int) -> dict[str, float]:
+        learning_rate, beta, epsilon = self.schedules(step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        batch = self.buffer.to_batch(self.device)
+        hp = self.hyperparameters
+        policy_losses, value_losses = [], []
+        signal_stats: dict[str, list[float]] = {}
+        self.policy.actor.train()
+        for rows in minibatches(
+            len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
+        ):
+            minibatch = batch.take(rows)
+            policy_loss, value_loss = self._minibatch_step(minibatch, beta, epsilon)
+            policy_losses.append(policy_loss)
+            value_losses.append(value_loss)
+            for signal in self._training_signals:  # on the same minibatch, as ML-Agents
+                for tag, value in signal.update(minibatch.signal_batch()).items():
+                    signal_stats.setdefault(tag, []).append(value)
+        self.policy.actor.eval()
+        self.buffer.clear()
+        stats = {
+            # the magnitude per minibatch, as ML-Agents reports it (so curves compare across trainers)
+            "Losses/Policy Loss": float(torch.stack(policy_losses).abs().mean()),
+            "Losses/Value Loss": float(torch.stack(value_losses).mean()),
+            "Policy/Learning Rate": learning_rate,
+            "Policy/Epsilon": epsilon,
+            "Policy/Beta": beta,
+        }
+        stats.update({tag: float(np.mean(values)) for tag, values in signal_stats.items()})
+        if self.cloning is not None:
+            stats.update(self.cloning.update(step))
+        return stats
+
+    def _minibatch_step(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+        policy_loss, value_loss, loss = self.losses(batch, beta, epsilon)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return policy_loss.detach(), value_loss.detach()
+
+    def losses(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(policy loss, value loss, the loss to minimise) on ``batch``."""
+        length, mask = self.sequence_length, batch.loss_masks
+        memories = batch.memories[::length] if self.policy.memory_size else None
+        continuous_log_probs, discrete_log_probs, entropy = self.policy.actor.evaluate_actions(
+            list(batch.obs),
+            batch.action_masks,
+            batch.continuous_actions,
+            batch.discrete_actions,
+            memories=memories,
+            sequence_length=length,
+        )
+        log_probs = torch.cat([continuous_log_probs, discrete_log_probs], dim=1)  # [B, c + b]: a ratio per dimension
+        critic_memories = batch.critic_memories[::length] if self.critic.memory_size else None
+        values = self.critic(list(batch.obs), critic_memories, length)
+        value_loss = torch.stack(
+            [
+                value_loss_of(values[signal.name], batch.returns[:, i], mask)
+                for i, signal in enumerate(self.reward_signals)
+            ]
+        ).mean()
+        policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs, batch.advantages, epsilon, mask)
+        loss = policy_loss + 0.5 * value_loss - beta * masked_mean(entropy, mask)
+        return policy_loss, value_loss, loss
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def state(self) -> dict[str, Any]:
+        return checkpoint_state(self)
+
+    def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
+        load_checkpoint_state(self, state, weights_only=weights_only)

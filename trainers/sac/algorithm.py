@@ -1,0 +1,453 @@
+"""Soft Actor-Critic, as ML-Agents users know it, readable top to bottom.
+
+Per trajectory (:meth:`SAC.add`): update the actor's observation normalisers, report the
+value estimates, and store the transitions (with each reward signal's reward) in the replay
+buffer. The update-to-data ratio is ML-Agents': once ``buffer_init_steps`` agent steps have
+been collected and the buffer holds a minibatch, gradient steps are taken until
+``(steps - buffer_init_steps) / gradient_steps <= steps_per_update`` (gradient steps counted
+from 1), so the ratio holds however the trajectories arrive: one by one, in bursts, or from a
+trainer thread that the environment got ahead of (a full trajectory queue then blocks it).
+
+A gradient step on a uniformly drawn minibatch trains, as ML-Agents does: twin Q networks on
+``r + gamma (1 - done) V_target(s')``; a value network on the soft value ``min(Q1, Q2) -
+entropy terms`` at the policy's own action; the policy on ``alpha log pi - Q1`` (its continuous
+action reparameterised, tanh-squashed); one entropy coefficient for the continuous part and one
+per discrete branch, tuned towards ML-Agents' targets; then the target value network moves
+``tau`` of the way to the value network. The three losses touch disjoint parameters, so one
+Adam over all of them takes the step ML-Agents' three optimisers take (Adam is elementwise);
+the policy's gradient is computed on its own, so Q1 is not trained by the policy loss.
+
+Reward signals that train (curiosity, RND, GAIL), as ML-Agents: every sampled minibatch is
+rewarded afresh by them (what they paid when the transition was stored serves only the episode
+reports), and they train on minibatches of their own, drawn after the gradient
+steps, one per signal each time ``(steps - buffer_init_steps) / signal updates`` exceeds
+``reward_signal_steps_per_update``. Behavioral cloning (:mod:`trainers.reward_signals.behavioral_cloning`)
+runs after every gradient step, as ML-Agents calls it.
+
+Recurrent (``network_settings.memory``), as ML-Agents: the replay buffer holds whole padded
+sequences and a minibatch is ``batch_size / sequence_length`` of them; the actor restarts each
+from the memory it was fed when acting, the value network from the memory its evaluation of the
+trajectory carried (per agent, as PPO's critic), the Q networks from zeros; the target value
+network starts one value-network step in; every loss ignores the padding.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import os
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+import torch
+from mlagents_envs.base_env import BehaviorSpec
+from torch import Tensor, nn
+
+from processors.trajectory import Trajectory
+from stats import StatsReporter
+from trainers import seeding
+from trainers.exceptions import ConfigError
+from trainers.networks.actor_critic import Critic
+from trainers.networks.policy import TorchPolicy
+from trainers.networks.sequences import CriticMemories
+from trainers.reward_signals.base import EpisodeSignalRewards, signal_tag
+from trainers.reward_signals.behavioral_cloning import behavioral_cloning_for
+from trainers.reward_signals.factory import create_reward_signals
+from trainers.sac import maths as sac_math
+from trainers.sac.networks import QNetwork, without_normalizer
+from trainers.sac.replay_buffer import ReplayBatch, ReplayBuffer, transition_bytes
+from trainers.seeding import Stream
+from trainers.settings import SACSettings, TrainerSettings
+from trainers.settings.schedules import decayed_value
+
+logger = logging.getLogger(__name__)
+
+# Floor of the linear learning-rate schedule, as ML-Agents decays it.
+MIN_LEARNING_RATE = 1e-10
+
+
+class SACLosses(NamedTuple):
+    """The losses of one gradient step, each reaching only its own parameters."""
+
+    policy: Tensor  # the actor's
+    value: Tensor  # the value network's
+    q1: Tensor  # each Q network's
+    q2: Tensor
+    entropy_coefficient: Tensor  # the log entropy coefficients'
+
+
+class SAC:
+    """Soft Actor-Critic for one behavior (an :class:`trainers.loop.algorithm.Algorithm`)."""
+
+    updates_between_trajectories = True  # the ratio holds trajectory by trajectory
+
+    def __init__(
+        self,
+        *,
+        behavior_name: str,
+        behavior_spec: BehaviorSpec,
+        settings: TrainerSettings,
+        stats_reporter: StatsReporter,
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+    ):
+        hyperparameters = settings.hyperparameters
+        if not isinstance(hyperparameters, SACSettings):
+            raise ConfigError(f"behaviors.{behavior_name}.hyperparameters: SAC settings expected")
+        self.hyperparameters: SACSettings = hyperparameters
+        self.settings = settings
+        self.stats_reporter = stats_reporter
+        network = settings.network_settings
+        self.policy = TorchPolicy(
+            behavior_spec, network, seed=seed, device=device, conditional_sigma=True, tanh_squash=True
+        )
+        self.device = self.policy.device
+        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed, device=device)
+        self._trained_signals = [(i, signal) for i, signal in enumerate(self.reward_signals) if signal.trains]
+        stream_names = [signal.name for signal in self.reward_signals]
+        # ML-Agents' SAC writes "Value", not PPO's "Value Estimate"
+        self._value_tags = [signal_tag(name, "Value") for name in stream_names]
+        self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
+        self._gammas = torch.tensor([signal.gamma for signal in self.reward_signals], device=self.device)
+
+        self.continuous_size = self.policy.continuous_size
+        self.branches = self.policy.discrete_branches
+        generator = seeding.generator(seed, Stream.CRITIC_INIT)
+        specs = behavior_spec.observation_specs
+        q_args = (specs, network, stream_names, self.continuous_size, self.branches)
+        self.q1 = QNetwork(*q_args, generator=generator).to(self.device)
+        self.q2 = QNetwork(*q_args, generator=generator).to(self.device)
+        self.value = Critic(specs, without_normalizer(network), stream_names, generator=generator).to(self.device)
+        self.target_value = copy.deepcopy(self.value).requires_grad_(False)
+
+        log_init = math.log(hyperparameters.init_entcoef)
+        self.continuous_log_alpha = nn.Parameter(torch.full((1,), log_init, device=self.device))
+        self.discrete_log_alphas = nn.Parameter(torch.full((len(self.branches),), log_init, device=self.device))
+        self.continuous_target, self.discrete_targets = sac_math.target_entropies(self.continuous_size, self.branches)
+
+        self._actor_parameters = list(self.policy.actor.parameters())
+        alphas = [self.continuous_log_alpha] if self.continuous_size else []
+        alphas += [self.discrete_log_alphas] if self.branches else []
+        critics = [*self.q1.parameters(), *self.q2.parameters(), *self.value.parameters()]
+        trained = [*self._actor_parameters, *critics, *alphas]
+        self.optimizer = torch.optim.Adam(trained, lr=hyperparameters.learning_rate, fused=True)
+
+        shapes = [tuple(int(s) for s in spec.shape) for spec in specs]
+        memory_sizes = (self.policy.memory_size, self.value.memory_size)
+        _check_replay_memory(
+            behavior_name, hyperparameters.buffer_size, shapes, self.continuous_size, self.branches, memory_sizes
+        )
+        memory = network.memory
+        self.sequence_length = 1 if memory is None else int(memory.sequence_length)
+        self.replay = ReplayBuffer(
+            hyperparameters.buffer_size,
+            shapes,
+            self.continuous_size,
+            self.branches,
+            len(self.reward_signals),
+            sequence_length=self.sequence_length,
+            memory_sizes=memory_sizes,
+        )
+        self._value_memories = CriticMemories(self.value.memory_size, self.sequence_length, self.device)
+        self._sampling = seeding.generator(seed, Stream.REPLAY_SAMPLING)
+        self._noise = seeding.generator(seed, Stream.UPDATE_NOISE, self.device)
+        self.steps = 0  # agent steps received (ML-Agents' ``_step``)
+        self.update_steps = 1  # gradient steps taken, plus one (ML-Agents' ``update_steps``)
+        self.signal_update_steps = 1  # reward-signal updates, plus one (``reward_signal_update_steps``)
+        self.cloning = behavioral_cloning_for(
+            behavior_name, self.policy, settings, sequence_length=self.sequence_length, seed=seed
+        )
+
+    # ------------------------------------------------------------------ experience
+
+    def add(self, trajectory: Trajectory) -> None:
+        if self.settings.network_settings.normalize:
+            self.policy.update_normalization(trajectory.obs)
+        rewards = np.stack([signal.rewards(trajectory) for signal in self.reward_signals], axis=1)
+        value_memories = None
+        with torch.no_grad():
+            if self.value.memory_size:
+                obs_with_next = [np.concatenate([o, n[None]]) for o, n in zip(trajectory.obs, trajectory.next_obs)]
+                obs = self.policy.actor.encoder.normalize(self.policy.obs_to_tensors(obs_with_next))
+                estimates, starts = self._value_memories.evaluate(trajectory, obs, self.value.values_and_memories)
+                values = np.array([float(estimates[name][:-1].mean()) for name in self.value.stream_names])
+                value_memories = starts.cpu().numpy()
+            else:
+                obs = self.policy.actor.encoder.normalize(self.policy.obs_to_tensors(trajectory.obs))
+                values = self.value.stacked(obs).mean(dim=0).cpu().numpy()
+        for i, signal in enumerate(self.reward_signals):
+            self.stats_reporter.add_stat(self._value_tags[i], float(values[i]))
+            self._episode_rewards.add(trajectory, signal.name, rewards[:, i])
+        self.replay.add(trajectory, rewards, value_memories)
+        self.steps += trajectory.length
+
+    def updates_due(self) -> int:
+        """Gradient steps owed to the steps received (0 until ``buffer_init_steps`` steps
+        have been collected and the buffer holds a minibatch)."""
+        return self._due(self.update_steps, self.hyperparameters.steps_per_update)
+
+    def signal_updates_due(self) -> int:
+        """Updates owed to the reward signals that train (0 without any)."""
+        if not self._trained_signals:
+            return 0
+        return self._due(self.signal_update_steps, self.hyperparameters.reward_signal_steps_per_update)
+
+    def _due(self, done: int, ratio: float) -> int:
+        hp = self.hyperparameters
+        if len(self.replay) < hp.batch_size or self.steps < hp.buffer_init_steps:
+            return 0
+        collected = self.steps - hp.buffer_init_steps
+        # ML-Agents steps while collected / done > ratio: the first count that stops it, in
+        # closed form, then made exact to that comparison at float boundaries
+        due = max(0, math.ceil(collected / ratio) - done)
+        while due > 0 and not collected / (done + due - 1) > ratio:
+            due -= 1
+        while collected / (done + due) > ratio:
+            due += 1
+        return due
+
+    def ready(self) -> bool:
+        return self.updates_due() > 0 or self.signal_updates_due() > 0
+
+    # ------------------------------------------------------------------ update
+
+    def learning_rate(self, step: int) -> float:
+        hp = self.hyperparameters
+        return decayed_value(
+            hp.learning_rate_schedule, hp.learning_rate, MIN_LEARNING_RATE, step, self.settings.max_steps
+        )
+
+    def update(self, step: int) -> dict[str, float]:
+        """Every gradient step due, each on its own minibatch; the stats are their means."""
+        learning_rate = self.learning_rate(step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        losses = []
+        extra: dict[str, list[float]] = {}
+        for _ in range(self.updates_due()):
+            batch = self._rewarded(self.replay.sample(self.hyperparameters.batch_size, self._sampling).to(self.device))
+            losses.append(self._gradient_step(batch))
+            self.update_steps += 1
+            if self.cloning is not None:
+                for tag, value in self.cloning.update(step).items():
+                    extra.setdefault(tag, []).append(value)
+        for _ in range(self.signal_updates_due()):
+            for _, signal in self._trained_signals:
+                batch = self.replay.sample(self.hyperparameters.batch_size, self._sampling).to(self.device)
+                for tag, value in signal.update(batch.signal_batch()).items():
+                    extra.setdefault(tag, []).append(value)
+            self.signal_update_steps += 1
+        stats = {tag: float(np.mean(values)) for tag, values in extra.items()}
+        if not losses:
+            return stats
+        policy_loss, value_loss, q1_loss, q2_loss = torch.stack(losses).mean(dim=0).tolist()
+        stats.update(
+            {
+                "Losses/Policy Loss": policy_loss,
+                "Losses/Value Loss": value_loss,
+                "Losses/Q1 Loss": q1_loss,
+                "Losses/Q2 Loss": q2_loss,
+                "Policy/Learning Rate": learning_rate,
+            }
+        )
+        if self.continuous_size:
+            stats["Policy/Continuous Entropy Coeff"] = float(self.continuous_log_alpha.detach().exp().mean())
+        if self.branches:
+            stats["Policy/Discrete Entropy Coeff"] = float(self.discrete_log_alphas.detach().exp().mean())
+        return stats
+
+    def _rewarded(self, batch: ReplayBatch) -> ReplayBatch:
+        """``batch`` with the trained signals' rewards evaluated now, on its transitions."""
+        if not self._trained_signals:
+            return batch
+        columns = list(batch.rewards.unbind(dim=1))
+        signal_batch = batch.signal_batch()
+        for i, signal in self._trained_signals:
+            columns[i] = signal.evaluate(signal_batch)
+        return batch._replace(rewards=torch.stack(columns, dim=1))
+
+    def _gradient_step(self, batch: ReplayBatch) -> Tensor:
+        """One SAC step on ``batch``; returns the detached (policy, value, Q1, Q2) losses."""
+        losses = self.losses(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        # The policy's gradient on its own (Q1 is differentiated only in the action), the
+        # other losses' together: each reaches only its own parameters, as in ML-Agents.
+        policy_gradients = torch.autograd.grad(losses.policy, self._actor_parameters, allow_unused=True)
+        (losses.q1 + losses.q2 + losses.value + losses.entropy_coefficient).backward()
+        for parameter, gradient in zip(self._actor_parameters, policy_gradients):
+            parameter.grad = gradient
+        self.optimizer.step()
+        self.soft_update_target()
+        return torch.stack([losses.policy, losses.value, losses.q1, losses.q2]).detach()
+
+    def soft_update_target(self) -> None:
+        """Move the target value network ``tau`` of the way to the value network."""
+        with torch.no_grad():
+            torch._foreach_lerp_(
+                list(self.target_value.parameters()), list(self.value.parameters()), self.hyperparameters.tau
+            )
+
+    def losses(self, batch: ReplayBatch) -> SACLosses:
+        """SAC's losses on ``batch`` (the policy's continuous action drawn from the update noise
+        stream)."""
+        actor, branches = self.policy.actor, self.branches
+        length, mask = self.sequence_length, batch.loss_masks
+        memories = batch.memories[::length] if actor.memory_size else None
+        value_memories = batch.critic_memories[::length] if self.value.memory_size else None
+        obs = actor.encoder.normalize(list(batch.obs))
+        dist = actor(list(batch.obs), batch.action_masks, memories=memories, sequence_length=length)
+        if self.continuous_size:
+            actions, continuous_log_probs = actor.continuous_sample(dist, generator=self._noise)
+        else:
+            actions = continuous_log_probs = dist.mean
+        discrete_log_probs = torch.cat(dist.log_probs, dim=1) if branches else None
+        continuous_alpha = self.continuous_log_alpha.detach().exp()
+        discrete_alphas = self.discrete_log_alphas.detach().exp()
+
+        # Q networks on the transitions' own actions, towards r + gamma V_target(s')
+        part1, part2 = self.q1.observation_part(obs), self.q2.observation_part(obs)
+        q1 = self.q1.from_observation_part(part1, batch.continuous_actions, length)
+        q2 = self.q2.from_observation_part(part2, batch.continuous_actions, length)
+        with torch.no_grad():
+            next_memories = None
+            if value_memories is not None:
+                # the memory before each sequence's second observation (its first next_obs),
+                # as ML-Agents gets it: one value-network step from the sequence's start
+                _, next_memories = self.value.features([o[::length] for o in obs], value_memories, 1)
+            next_obs = actor.encoder.normalize(list(batch.next_obs))
+            next_values = self.target_value.stacked(next_obs, next_memories, length)
+            backup = sac_math.q_backup(batch.rewards, batch.dones, self._gammas, next_values)
+        q1_loss = sac_math.q_loss(sac_math.chosen_q(q1, batch.discrete_actions, branches), backup, mask)
+        q2_loss = sac_math.q_loss(sac_math.chosen_q(q2, batch.discrete_actions, branches), backup, mask)
+
+        # Q networks at the policy's own action: Q1 differentiable in the action only
+        if self.continuous_size:
+            q1_policy = self.q1.from_observation_part(part1.detach(), actions, length)
+            with torch.no_grad():
+                q2_policy = self.q2.from_observation_part(part2, actions, length)
+        else:  # the action is not an input: the same values, as constants
+            q1_policy, q2_policy = q1.detach(), q2.detach()
+        probs = discrete_log_probs.detach().exp() if discrete_log_probs is not None else None
+        with torch.no_grad():
+            min_q = torch.min(
+                sac_math.expected_q(q1_policy, probs, branches), sac_math.expected_q(q2_policy, probs, branches)
+            )
+            soft_value = sac_math.value_target(
+                min_q, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches
+            )
+        value_loss = sac_math.value_loss(self.value.stacked(obs, value_memories, length), soft_value, mask)
+        policy_loss = sac_math.policy_loss(
+            q1_policy, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches, mask
+        )
+        entropy_loss = sac_math.entropy_coefficient_loss(
+            self.continuous_log_alpha,
+            continuous_log_probs,
+            self.continuous_target,
+            self.discrete_log_alphas,
+            discrete_log_probs,
+            self.discrete_targets,
+            branches,
+            mask,
+        )
+        return SACLosses(policy_loss, value_loss, q1_loss, q2_loss, entropy_loss)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = {
+            "actor": self.policy.actor.state_dict(),
+            "q1": self.q1.state_dict(),
+            "q2": self.q2.state_dict(),
+            "value": self.value.state_dict(),
+            "target_value": self.target_value.state_dict(),
+            "log_entropy_coefficients": {
+                "continuous": self.continuous_log_alpha.detach().clone(),
+                "discrete": self.discrete_log_alphas.detach().clone(),
+            },
+            "optimizer": self.optimizer.state_dict(),
+            "sampling_rng": self._sampling.get_state(),
+            "noise_rng": self._noise.get_state(),
+            "sac_counters": {
+                "steps": self.steps,
+                "update_steps": self.update_steps,
+                "signal_update_steps": self.signal_update_steps,
+            },
+        }
+        signals = {signal.name: signal.state() for signal in self.reward_signals}
+        if any(signals.values()):
+            state["reward_signals"] = signals
+        if self.cloning is not None:
+            state["behavioral_cloning"] = self.cloning.state()
+        return state
+
+    def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
+        self.policy.actor.load_state_dict(state["actor"], strict=True)
+        self.q1.load_state_dict(state["q1"], strict=True)
+        self.q2.load_state_dict(state["q2"], strict=True)
+        self.value.load_state_dict(state["value"], strict=True)
+        self.target_value.load_state_dict(state["target_value"], strict=True)
+        coefficients = state["log_entropy_coefficients"]
+        with torch.no_grad():
+            self.continuous_log_alpha.copy_(coefficients["continuous"])
+            self.discrete_log_alphas.copy_(coefficients["discrete"])
+        for signal in self.reward_signals:
+            signal.load(state.get("reward_signals", {}).get(signal.name, {}))
+        if not weights_only:
+            self.optimizer.load_state_dict(state["optimizer"])
+            self._sampling.set_state(state["sampling_rng"])
+            self._noise.set_state(state["noise_rng"])
+            counters = state["sac_counters"]
+            self.steps, self.update_steps = int(counters["steps"]), int(counters["update_steps"])
+            # older checkpoints: assume the signals kept their ratio, as ML-Agents does on resume
+            ratio = self.hyperparameters.reward_signal_steps_per_update
+            self.signal_update_steps = int(counters.get("signal_update_steps", max(1, self.steps / ratio)))
+            if self.cloning is not None and "behavioral_cloning" in state:
+                self.cloning.load(state["behavioral_cloning"])
+
+    # ------------------------------------------------------------------ replay buffer files
+
+    @property
+    def saves_replay_buffer(self) -> bool:
+        return bool(self.hyperparameters.save_replay_buffer)
+
+    def replay_buffer_state(self) -> dict[str, Any]:
+        """The replay buffer to write beside the checkpoint."""
+        return self.replay.state()
+
+    def load_replay_buffer(self, state: Mapping[str, Any]) -> None:
+        self.replay.load(state)
+
+
+def _physical_memory_bytes() -> int | None:
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def _check_replay_memory(
+    behavior_name: str,
+    capacity: int,
+    shapes: list[tuple[int, ...]],
+    continuous_size: int,
+    branches: tuple[int, ...],
+    memory_sizes: tuple[int, int],
+) -> None:
+    """Refuse a replay buffer that cannot fit in this machine's memory (before it fills up and
+    the run dies hours in); log what it will take."""
+    need = capacity * transition_bytes(shapes, continuous_size, branches, 1, memory_sizes)
+    total = _physical_memory_bytes()
+    if total is not None and need > total:
+        raise ConfigError(
+            f"behaviors.{behavior_name}.hyperparameters.buffer_size: {capacity} transitions of this behavior's "
+            f"observations {shapes} take at least {need / 2**30:.1f} GiB, more than this machine's "
+            f"{total / 2**30:.1f} GiB of memory; lower buffer_size"
+        )
+    logger.info(
+        "%s: the replay buffer holds up to %d transitions, at least %.1f MiB when full",
+        behavior_name,
+        capacity,
+        need / 2**20,
+    )

@@ -1,0 +1,174 @@
+"""The maths of SAC as pure functions on tensors, so tests can feed numbers and check numbers.
+
+ML-Agents' discrete SAC is followed term by term (so configurations tuned for it behave the
+same): a Q head has one output per discrete action of every branch, the Q of a choice is the
+mean over branches of each branch's chosen action, expectations under the policy are taken
+branch by branch, and each branch has its own entropy coefficient and target.
+
+Shapes: ``B`` transitions, ``S`` reward streams, ``c`` continuous action dimensions, ``m``
+discrete actions over all branches, ``K`` Q outputs per stream (``m``, or 1 when there are no
+discrete branches).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from trainers.networks.sequences import masked_mean
+
+# ML-Agents' target entropies: -1 per continuous dimension, and 0.2 * log(n) for a discrete
+# branch of n actions ("roughly an epsilon-greedy 0.05").
+CONTINUOUS_TARGET_ENTROPY_SCALE = 1.0
+DISCRETE_TARGET_ENTROPY_SCALE = 0.2
+
+
+def target_entropies(continuous_size: int, discrete_branches: Sequence[int]) -> tuple[float, list[float]]:
+    """(continuous target, one target per branch), as ML-Agents sets them."""
+    continuous = -CONTINUOUS_TARGET_ENTROPY_SCALE * float(continuous_size)
+    discrete = [DISCRETE_TARGET_ENTROPY_SCALE * math.log(n) for n in discrete_branches]
+    return continuous, discrete
+
+
+def _branches(x: Tensor, branches: Sequence[int]) -> tuple[Tensor, ...]:
+    """Split the last axis of ``x`` (``m`` wide) into one piece per branch."""
+    return torch.split(x, list(branches), dim=-1)
+
+
+def chosen_q(q: Tensor, discrete_actions: Tensor, branches: Sequence[int]) -> Tensor:
+    """The Q of the actions taken: ``q`` [B, S, K], ``discrete_actions`` [B, b] -> [B, S].
+    Continuous-only (no branches): the single output."""
+    if not branches:
+        return q[..., 0]
+    picked = [
+        qb.gather(2, discrete_actions[:, i].view(-1, 1, 1).expand(-1, q.shape[1], 1))
+        for i, qb in enumerate(_branches(q, branches))
+    ]
+    return torch.cat(picked, dim=2).mean(dim=2)
+
+
+def expected_q(q: Tensor, probs: Tensor | None, branches: Sequence[int]) -> Tensor:
+    """The Q of the policy's choice: per branch the expectation over its actions (``probs``
+    [B, m]), averaged over branches; [B, S, K] -> [B, S]. Continuous-only: the single output."""
+    if probs is None or not branches:
+        return q[..., 0]
+    weighted = q * probs.unsqueeze(1)
+    return torch.stack([part.sum(dim=2) for part in _branches(weighted, branches)], dim=2).mean(dim=2)
+
+
+def q_backup(rewards: Tensor, dones: Tensor, gammas: Tensor, next_values: Tensor) -> Tensor:
+    """Targets for the Q networks: ``r + gamma * (1 - done) * V_target(s')``; rewards and
+    next_values [B, S], dones [B], gammas [S] -> [B, S]."""
+    return rewards + (1.0 - dones).unsqueeze(1) * gammas * next_values
+
+
+def q_loss(q: Tensor, backup: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Half the squared error, averaged over transitions (those of ``mask`` [B], if given) and
+    streams: [B, S] x 2 -> []."""
+    return 0.5 * masked_mean((q - backup) ** 2, mask)
+
+
+def _entropy_terms(
+    continuous_log_probs: Tensor,
+    continuous_alpha: Tensor,
+    discrete_log_probs: Tensor | None,
+    discrete_alphas: Tensor,
+    branches: Sequence[int],
+) -> tuple[Tensor, Tensor]:
+    """(sum_i alpha_c log pi_i [B], mean over branches of alpha_b sum_j p log p [B])."""
+    batch = continuous_log_probs.shape[0]
+    continuous = (continuous_alpha * continuous_log_probs).sum(dim=1)
+    if discrete_log_probs is None or not branches:
+        return continuous, continuous.new_zeros(batch)
+    plogp = discrete_log_probs.exp() * discrete_log_probs
+    per_branch = torch.stack([part.sum(dim=1) for part in _branches(plogp, branches)], dim=1)  # [B, nb]
+    return continuous, (discrete_alphas * per_branch).mean(dim=1)
+
+
+def value_target(
+    min_q: Tensor,
+    continuous_log_probs: Tensor,
+    continuous_alpha: Tensor,
+    discrete_log_probs: Tensor | None,
+    discrete_alphas: Tensor,
+    branches: Sequence[int],
+) -> Tensor:
+    """The soft value the V network learns: min of the twin Qs of the policy's action minus
+    the entropy terms; ``min_q`` [B, S] -> [B, S] (no gradient needed)."""
+    continuous, discrete = _entropy_terms(
+        continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches
+    )
+    return min_q - (continuous + discrete).unsqueeze(1)
+
+
+def value_loss(values: Tensor, target: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Half the squared error of V against its soft target, averaged (over the transitions of
+    ``mask`` [B], if given): [B, S] x 2 -> []."""
+    return 0.5 * masked_mean((values - target) ** 2, mask)
+
+
+def policy_loss(
+    q1_policy: Tensor,
+    continuous_log_probs: Tensor,
+    continuous_alpha: Tensor,
+    discrete_log_probs: Tensor | None,
+    discrete_alphas: Tensor,
+    branches: Sequence[int],
+    mask: Tensor | None = None,
+) -> Tensor:
+    """ML-Agents' SAC policy loss, averaged over the batch (the transitions of ``mask``).
+
+    ``q1_policy`` [B, S, K]: the first Q network at the policy's own (reparameterised)
+    continuous action, averaged over streams here. Discrete part: per branch
+    ``sum_j p_j (alpha_b log p_j - Q_j)``, summed over branches; continuous part: the mean over
+    dimensions of ``alpha_c log pi_i - Q`` where Q is the expectation over every branch's
+    actions (a sum over branches, as ML-Agents writes it) or the single output.
+    """
+    mean_q1 = q1_policy.mean(dim=1)  # [B, K]
+    batch = mean_q1.new_zeros(mean_q1.shape[0])
+    if discrete_log_probs is not None and branches:
+        probs = discrete_log_probs.exp()
+        per_branch = [
+            (alpha * p * lp - q * p).sum(dim=1)
+            for alpha, p, lp, q in zip(
+                discrete_alphas,
+                _branches(probs, branches),
+                _branches(discrete_log_probs, branches),
+                _branches(mean_q1, branches),
+            )
+        ]
+        batch = batch + torch.stack(per_branch, dim=1).sum(dim=1)
+        q_of_policy = (probs * mean_q1).sum(dim=1)
+    else:
+        q_of_policy = mean_q1[:, 0]
+    if continuous_log_probs.shape[1]:
+        batch = batch + (continuous_alpha * continuous_log_probs - q_of_policy.unsqueeze(1)).mean(dim=1)
+    return masked_mean(batch, mask)
+
+
+def entropy_coefficient_loss(
+    continuous_log_alpha: Tensor,
+    continuous_log_probs: Tensor,
+    continuous_target: float,
+    discrete_log_alphas: Tensor,
+    discrete_log_probs: Tensor | None,
+    discrete_targets: Sequence[float],
+    branches: Sequence[int],
+    mask: Tensor | None = None,
+) -> Tensor:
+    """Automatic entropy tuning: each log-coefficient moves so its part of the policy's
+    entropy approaches the target (``-log_alpha * (log pi + target)``, averaged over the
+    transitions of ``mask``, if given). Log-probs are treated as constants."""
+    loss = continuous_log_alpha.new_zeros(())
+    if discrete_log_probs is not None and branches:
+        plogp = (discrete_log_probs.exp() * discrete_log_probs).detach()
+        gap = torch.stack([part.sum(dim=1) for part in _branches(plogp, branches)], dim=1)
+        gap = gap + gap.new_tensor(list(discrete_targets))
+        loss = loss - masked_mean((discrete_log_alphas * gap).mean(dim=1), mask)
+    if continuous_log_probs.shape[1]:
+        gap = continuous_log_probs.detach().sum(dim=1) + continuous_target
+        loss = loss - masked_mean(continuous_log_alpha * gap, mask)
+    return loss
