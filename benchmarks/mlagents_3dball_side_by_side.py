@@ -16,11 +16,14 @@ Environments (``--env``, both by default):
 The config is ML-Agents' ``config/ppo/3DBall.yaml`` verbatim (``shared/mlagents-configs``; the
 behavior renamed ``Balance`` for the stand-in) with ``summary_freq`` 6000. ``max_steps`` stays
 500000 (the learning rate decays linearly over it), and each run is stopped with SIGINT once its
-summary at ``--stop-step`` is printed. The curves are the summaries' mean rewards read from each
-trainer's console. Per run: ``to_100`` (first summary >= 99.9), ``to_cap`` (first summary >= 98%
-of the cap; on the built-in 3DBall, whose cap is 100, it can come before ``to_100``), ``held``
-(the share of the summaries after ``to_cap`` that are >= 98% of the cap; ML-Agents and we both
-skip a summary in which no episode ended) and ``last`` (the last summary).
+summary at ``--stop-step`` is printed (SIGINT again, then SIGKILL, if it goes on); summaries past
+the stop step are left out. The curves are the summaries' mean rewards read from each trainer's
+console. Per run: ``to_100`` (first summary >= 99.9), ``to_cap`` (first summary >= 98% of the
+cap; on the built-in 3DBall, whose cap is 100, it can come before ``to_100``), ``held`` (the
+share of the summaries after ``to_cap`` that are >= 98% of the cap; ML-Agents and we both skip a
+summary in which no episode ended), ``late_mean`` and ``late_at_cap`` (the mean summary, and the
+share at the cap, from the environment's late step on: 108k built-in, 120k stand-in; the same
+window for every run, so a run that reaches the cap late is not spared its climb) and ``last``.
 A run that never reaches a mark counts as ``--stop-step`` plus one summary in the means.
 
 ``--ours KEY=VALUE`` (repeatable) sets a key of our behavior's settings (dotted, for example
@@ -45,9 +48,10 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +66,7 @@ from tests.support.standin import write_launcher  # noqa: E402
 SUMMARY = re.compile(r"\. Step: (\d+)\. Time Elapsed: [\d.]+ s\. Mean Reward: (-?\d+(?:\.\d+)?)")
 CAP_SHARE = 0.98
 HUNDRED = 99.9  # "reached 100": summed floats land just below it
+STOP_ATTEMPTS, STOP_WAIT_S = 3, 20.0
 
 
 @dataclass(frozen=True)
@@ -70,11 +75,12 @@ class Environment:
     behavior: str
     cap: float
     stop_step: int
+    late_from: int  # the "late" window, from here to stop_step: is the cap held?
 
 
 ENVIRONMENTS = {
-    "builtin": Environment("builtin", "3DBall", 100.0, 150_000),
-    "standin": Environment("standin", "Balance", 500.0, 180_000),
+    "builtin": Environment("builtin", "3DBall", 100.0, 150_000, 108_000),
+    "standin": Environment("standin", "Balance", 500.0, 180_000, 120_000),
 }
 
 
@@ -130,21 +136,46 @@ def train(trainer: str, env: Environment, seed: int, overrides: list[str], mlage
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            start_new_session=True,  # stopped as a terminal's Ctrl-C stops it: the whole group
         )
         curve: list[tuple[int, float]] = []
         tail: list[str] = []
         assert process.stdout is not None
+        stopping: threading.Thread | None = None
         for line in process.stdout:
             tail = (tail + [line])[-20:]
             match = SUMMARY.search(line)
             if match:
                 curve.append((int(match.group(1)), float(match.group(2))))
-                if curve[-1][0] >= env.stop_step and process.poll() is None:
-                    process.send_signal(signal.SIGINT)
+                if curve[-1][0] >= env.stop_step and stopping is None:
+                    stopping = threading.Thread(target=stop, args=(process,), daemon=True)
+                    stopping.start()
         process.wait()
+        curve = [(step, reward) for step, reward in curve if step <= env.stop_step]
         if not curve or curve[-1][0] < env.stop_step:
             raise RuntimeError(f"{trainer} {env.name} seed {seed} stopped early:\n{''.join(tail)}")
         return {"seed": seed, "seconds": round(time.monotonic() - start, 1), **marks(curve, env), "curve": curve}
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    """SIGINT to the trainer's process group, as Ctrl-C in a terminal (the trainer saves and
+    exits; ML-Agents' env workers, which share its output, exit with it), repeated, then
+    SIGKILL. SIGINT to ML-Agents' main process alone left its env worker running and holding
+    the output open, and once let a run go on to ``max_steps``."""
+    for _ in range(STOP_ATTEMPTS):
+        try:
+            os.killpg(process.pid, signal.SIGINT)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            continue
+        break
+    try:  # whatever is left of the group (the trainer's own children)
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def marks(curve: list[tuple[int, float]], env: Environment) -> dict[str, Any]:
@@ -152,10 +183,13 @@ def marks(curve: list[tuple[int, float]], env: Environment) -> dict[str, Any]:
     to_100 = next((step for step, reward in curve if reward >= HUNDRED), None)
     to_cap = next((i for i, (_, reward) in enumerate(curve) if reward >= cap), None)
     after = curve[to_cap:] if to_cap is not None else []
+    late = [reward for step, reward in curve if step >= env.late_from]
     return {
         "to_100": to_100,
         "to_cap": curve[to_cap][0] if to_cap is not None else None,
         "held": round(sum(reward >= cap for _, reward in after) / len(after), 2) if after else None,
+        "late_mean": round(sum(late) / len(late), 1),
+        "late_at_cap": round(sum(reward >= cap for reward in late) / len(late), 2),
         "last": curve[-1][1],
     }
 
@@ -170,6 +204,9 @@ def summary(runs: list[dict[str, Any]], env: Environment) -> dict[str, Any]:
         "mean_to_100": mean("to_100"),
         "mean_to_cap": mean("to_cap"),
         "reached_cap": sum(run["to_cap"] is not None for run in runs),
+        "mean_held": round(sum(run["held"] or 0.0 for run in runs) / len(runs), 2),
+        "mean_late": round(sum(run["late_mean"] for run in runs) / len(runs), 1),
+        "mean_late_at_cap": round(sum(run["late_at_cap"] for run in runs) / len(runs), 2),
         "mean_last": round(sum(run["last"] for run in runs) / len(runs), 1),
     }
 
@@ -188,7 +225,7 @@ def main() -> None:
     for name in args.env:
         env = ENVIRONMENTS[name]
         if args.stop_step:
-            env = Environment(env.name, env.behavior, env.cap, args.stop_step)
+            env = replace(env, stop_step=args.stop_step, late_from=min(env.late_from, args.stop_step))
         jobs = [(trainer, seed) for seed in args.seeds for trainer in args.trainers]
         with ThreadPoolExecutor(args.jobs) as pool:
             futures = [
@@ -202,7 +239,8 @@ def main() -> None:
             for run in runs:
                 print(
                     f"{name} {trainer} seed {run['seed']}: to_100 {run['to_100']} to_cap {run['to_cap']} "
-                    f"held {run['held']} last {run['last']} ({run['seconds']} s)",
+                    f"held {run['held']} late {run['late_mean']} ({run['late_at_cap']} at cap) "
+                    f"last {run['last']} ({run['seconds']} s)",
                     file=sys.stderr,
                 )
         results[name] = {"cap": env.cap, "stop_step": env.stop_step, **per_trainer}

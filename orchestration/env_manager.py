@@ -31,7 +31,7 @@ from processors.agent_processor import allowed_actions
 from stats import PerfKind, PerfStats, Timers, timed_method
 from stats.timer_names import ENV_STEP, ENV_WAIT, POLICY_EVALUATE, PROCESS_STEPS, STEP_WORKERS, TAKE_STEP
 from trainers.exceptions import RunEnvironmentError
-from trainers.networks.policy import TorchPolicy
+from trainers.networks.policy import TorchPolicy, newest_updates
 
 logger = logging.getLogger(__name__)
 
@@ -208,10 +208,12 @@ class EnvManager:
 
     def _load_policies(self) -> None:
         for runtime in self.runtimes.values():
-            published = runtime.manager.policy_queue.drain()
-            if published:  # only the newest counts
-                runtime.policy.load_weights(published[-1])
+            weights, stats = newest_updates(runtime.manager.policy_queue.drain())
+            if weights is not None:
+                runtime.policy.load_weights(weights)
                 runtime.weights_version += 1
+            if stats is not None:  # the trainer's normalisers moved since (no new model for clients)
+                runtime.policy.load_normalizer_stats(stats)
 
     def set_env_parameters(self, parameters: Mapping[str, ParameterValue]) -> None:
         """Send environment parameters (a curriculum's new lesson) to every worker, with its

@@ -5,7 +5,9 @@ trajectories, instead of one step at a time through the learner.
 The learner side keeps what the env manager keeps: one AgentManager per behavior id (its
 bounded trajectory queue is what the trainer reads: a full queue blocks this loop, so a slow
 trainer holds back the next samples and nothing is dropped), the policy queues (new weights
-are put in the object store once and sent to every runner), the restart budget, resets and
+are put in the object store once and sent to every runner, with the observation normalisers as
+they are then: runners do not get the statistics the trainer publishes after every trajectory,
+which the local env manager's policies act with), the restart budget, resets and
 environment parameters. A runner whose environment fails, whose actor dies (its node lost), or
 that does not answer within ``timeout_wait`` is restarted as a new actor, anywhere the cluster
 has room, losing only its own unfinished trajectories.
@@ -36,6 +38,7 @@ from processors import AgentManagerQueue
 from stats import PerfKind, PerfStats, Timers, timed_method
 from stats.timer_names import ENV_STEP, ENV_WAIT, PROCESS_STEPS
 from trainers.exceptions import RunEnvironmentError
+from trainers.networks.policy import newest_updates
 
 logger = logging.getLogger(__name__)
 
@@ -171,12 +174,16 @@ class RayEnvManager:
 
     def _load_policies(self) -> None:
         for behavior_id, runtime in self.runtimes.items():
-            published = runtime.manager.policy_queue.drain()
-            if published:  # only the newest counts, put in the object store once for every runner
-                runtime.policy.load_weights(published[-1])
-                ref = ray.put(runtime.policy.get_weights())
-                for runner in self.runners.values():
-                    runner.actor.set_weights.remote(behavior_id, ref)
+            weights, stats = newest_updates(runtime.manager.policy_queue.drain())
+            if weights is not None:
+                runtime.policy.load_weights(weights)
+            if stats is not None:
+                runtime.policy.load_normalizer_stats(stats)
+            if weights is None:  # runners get the normalisers with the next policy, not per trajectory
+                continue
+            ref = ray.put(runtime.policy.get_weights())  # once in the object store for every runner
+            for runner in self.runners.values():
+                runner.actor.set_weights.remote(behavior_id, ref)
 
     @timed_method(ENV_STEP)
     def advance(self, timeout: float = 1.0) -> int:

@@ -25,29 +25,19 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
 import trainers.poca.algorithm
 from processors.groups import Groupmates
 from processors.trajectory import Trajectory
 from stats import StatsReporter
-from tests.fixtures.mlagents_0_28.pinned_values import weight_values
-from tests.support.parity import assert_parameters_match, start_normalizers_like_mlagents
-from trainers.networks.actor_critic import Normalizer
+from tests.support import parity
+from tests.support.parity import assert_normalizers_match, assert_parameters_match, assert_stats_match
 from trainers.poca.algorithm import POCA
 from trainers.poca.buffer import POCABatch
 from trainers.poca.networks import GroupObservations
 from trainers.ppo.buffer import PPOBatch
 from trainers.ppo.maths import gae
-from trainers.settings import (
-    CuriositySettings,
-    ExtrinsicSettings,
-    NetworkSettings,
-    POCASettings,
-    RewardSignalType,
-    ScheduleType,
-    TrainerSettings,
-)
+from trainers.settings import POCASettings, ScheduleType
 
 FIXTURE = Path(__file__).parent / "fixtures" / "mlagents_0_28" / "poca_parity.json"
 RECORD = json.loads(FIXTURE.read_text(encoding="utf-8"))
@@ -59,60 +49,24 @@ WITH = {
 STREAMS = RECORD["streams"]
 
 
-def behavior(visual: bool) -> BehaviorSpec:
-    observations = [ObservationSpec((3,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "vector")]
-    if visual:
-        props = (DimensionProperty.TRANSLATIONAL_EQUIVARIANCE,) * 2 + (DimensionProperty.NONE,)
-        shape = tuple(RECORD["visual_shape"])
-        observations.append(ObservationSpec(shape, props, ObservationType.DEFAULT, "visual"))
-    return BehaviorSpec(observations, ActionSpec(RECORD["continuous_size"], tuple(RECORD["branches"])))
-
-
 def build(visual: bool, *, normalize: bool = False, batch_size: int = 8, num_epoch: int = 1) -> POCA:
     """Our POCA with the fixture's settings and weights (a fresh critic: max_members 1), its
-    normalisers started where ML-Agents' start."""
-    constant = ScheduleType.CONSTANT
-    settings = TrainerSettings(
-        trainer_type="poca",
-        hyperparameters=POCASettings(
-            batch_size=batch_size,
-            buffer_size=batch_size,
-            learning_rate=RECORD["learning_rate"],
-            beta=RECORD["beta"],
-            epsilon=RECORD["epsilon"],
-            lambd=RECORD["lambd"],
-            num_epoch=num_epoch,
-            learning_rate_schedule=constant,
-            beta_schedule=constant,
-            epsilon_schedule=constant,
-        ),
-        network_settings=NetworkSettings(
-            hidden_units=RECORD["hidden_units"], num_layers=RECORD["num_layers"], normalize=normalize
-        ),
-        reward_signals={
-            RewardSignalType.EXTRINSIC: ExtrinsicSettings(gamma=RECORD["gammas"]["extrinsic"], strength=1.0),
-            RewardSignalType.CURIOSITY: CuriositySettings(
-                gamma=RECORD["gammas"]["curiosity"], strength=RECORD["curiosity_strength"]
-            ),
-        },
+    normalisers started where ML-Agents' start, the curiosity stream's training switched off."""
+    settings = parity.recorded_trainer_settings(
+        RECORD,
+        "poca",
+        POCASettings,
+        batch_size=batch_size,
+        buffer_size=batch_size,
+        num_epoch=num_epoch,
+        schedule=ScheduleType.CONSTANT,
         max_steps=100000,
-        time_horizon=64,
+        normalize=normalize,
     )
-    poca = POCA(behavior_name="B", behavior_spec=behavior(visual), settings=settings, stats_reporter=StatsReporter("B"))
-    assert [signal.name for signal in poca.reward_signals] == STREAMS
-    with torch.no_grad():
-        for name, param in poca.policy.actor.named_parameters():
-            if param.requires_grad:
-                param.copy_(torch.as_tensor(weight_values(name, tuple(param.shape))))
-        for name, param in poca.critic.named_parameters():
-            if name != "max_members":
-                param.copy_(torch.as_tensor(weight_values(name, tuple(param.shape))))
+    behavior = parity.recorded_behavior(RECORD, visual)
+    poca = POCA(behavior_name="B", behavior_spec=behavior, settings=settings, stats_reporter=StatsReporter("B"))
+    parity.pin_as_recorded(poca, STREAMS)
     assert float(poca.critic.max_members) == 1.0
-    start_normalizers_like_mlagents(poca.policy.actor)
-    start_normalizers_like_mlagents(poca.critic)
-    curiosity = poca.reward_signals[1]
-    assert curiosity.ignore_done
-    curiosity.update = lambda batch: {}  # type: ignore[method-assign]
     return poca
 
 
@@ -230,9 +184,7 @@ def test_losses_and_adam_step_match_mlagents_update(name):
 
 
 def trajectory(data: dict) -> Trajectory:
-    t = len(data["rewards"])
-    branches = RECORD["branches"]
-    c = RECORD["continuous_size"]
+    """The recorded trajectory, with its mates where it is in a group."""
     mates = None
     if data["grouped"]:
         mates = Groupmates(
@@ -244,42 +196,7 @@ def trajectory(data: dict) -> Trajectory:
             done=np.asarray(data["mate_done"], bool),
             next_obs=(np.asarray(data["next_mate_obs"], np.float32),),
         )
-    return Trajectory(
-        behavior_id="B?team=0",
-        agent_id=data["agent_id"],
-        obs=(np.asarray(data["obs"], np.float32),),
-        next_obs=(np.asarray(data["next_obs"], np.float32),),
-        rewards=np.asarray(data["rewards"], np.float32),
-        done=np.asarray(data["done"], bool),
-        interrupted=np.asarray(data["interrupted"], bool),
-        continuous_actions=np.asarray(data["continuous_actions"], np.float32),
-        discrete_actions=np.asarray(data["discrete_actions"], np.int32),
-        continuous_log_probs=np.asarray(data["continuous_log_probs"], np.float32),
-        discrete_log_probs=np.asarray(data["discrete_log_probs"], np.float32),
-        action_masks=np.ones((t, sum(branches)), bool),
-        prev_continuous_actions=np.zeros((t, c), np.float32),
-        prev_discrete_actions=np.zeros((t, len(branches)), np.int32),
-        memories=np.zeros((t, 0), np.float32),
-        group_id=np.full(t, 1 if data["grouped"] else 0, np.int32),
-        group_rewards=np.asarray(data["group_rewards"], np.float32),
-        groupmates=mates,
-    )
-
-
-class RecordingReporter(StatsReporter):
-    """Every value reported, per tag in order."""
-
-    __slots__ = ("emitted",)
-
-    def __init__(self, category: str) -> None:
-        super().__init__(category)
-        self.emitted: dict[str, list[float]] = {}
-
-    def add_stat(self, key: str, value: float, *_: Any, **__: Any) -> None:
-        self.emitted.setdefault(key, []).append(float(value))
-
-    def add_stats(self, key: str, values: Any, *_: Any, **__: Any) -> None:
-        self.emitted.setdefault(key, []).extend(np.asarray(values, np.float64).reshape(-1).tolist())
+    return parity.recorded_trajectory(data, RECORD, group_id=1 if data["grouped"] else 0, groupmates=mates)
 
 
 def add_trajectories(
@@ -287,10 +204,7 @@ def add_trajectories(
 ) -> tuple[list[dict], dict[str, list[float]]]:
     """Each of the case's trajectories through ``POCA.add``: per trajectory, ours beside
     ML-Agents'; and the stats ``add`` reported, per tag in order."""
-    strength = np.float32(RECORD["curiosity_strength"])
-    reporter = RecordingReporter("B")
-    poca.stats_reporter = reporter
-    poca._episode_rewards._stats_reporter = reporter
+    emitted = parity.record_stats(poca)
     results = []
     # the value estimates each stream's returns are computed from (the buffer keeps only returns)
     estimates: list[np.ndarray] = []
@@ -302,8 +216,7 @@ def add_trajectories(
     monkeypatch.setattr(trainers.poca.algorithm, "gae", recording_gae)
     for data in RECORD["cases"][name]["trajectories"]["trajectories"]:
         estimates.clear()
-        pinned = np.asarray(data["curiosity_rewards"], np.float32) * strength
-        monkeypatch.setattr(poca.reward_signals[1], "rewards", lambda trajectory, pinned=pinned: pinned)
+        parity.pin_curiosity_rewards(poca, data, RECORD, monkeypatch)
         item = trajectory(data)
         assert item.all_group_dones_reached == data["all_group_dones_reached"]
         start = len(poca.buffer)
@@ -321,7 +234,7 @@ def add_trajectories(
                 "max_members": float(poca.critic.max_members),
             }
         )
-    return results, reporter.emitted
+    return results, emitted
 
 
 @pytest.mark.parametrize("name", WITH["trajectories"])
@@ -380,18 +293,12 @@ def test_update_over_the_trajectories_matches_mlagents_update_policy(name, monke
     case = RECORD["cases"][name]
     recorded = case["trajectories"]["update"]
     poca, stats, totals = run_update(name, monkeypatch)
-    assert stats.keys() == recorded["stats"].keys()
-    for tag, value in recorded["stats"].items():
-        assert stats[tag] == pytest.approx(value, rel=RTOL, abs=ATOL), tag
+    assert_stats_match(stats, recorded["stats"], RTOL)
     assert_close(totals, recorded["total_losses"], "total losses")
     steps = len(recorded["total_losses"])
     assert steps == recorded["num_epoch"] * (recorded["rows"] // recorded["batch_size"])
     assert_adam_steps_match(poca.policy.actor, recorded["actor"], steps)
     assert_adam_steps_match(poca.critic, recorded["critic"], steps)
-    for module_name, state in case["trajectories"].get("normalizers", {}).items():
-        module = poca.policy.actor if module_name == "actor" else poca.critic
-        normalizer = module.encoder.inputs[0].normalizer
-        assert isinstance(normalizer, Normalizer)
-        np.testing.assert_allclose(normalizer.mean.numpy(), state["mean"], rtol=1e-6, atol=1e-6)
-        np.testing.assert_allclose(normalizer.var.numpy(), state["var"], rtol=1e-6, atol=1e-6)
-        assert float(normalizer.count) == state["count"]
+    assert_normalizers_match(
+        case["trajectories"].get("normalizers", {}), poca.policy.actor.encoder, poca.critic.encoder
+    )

@@ -18,6 +18,7 @@ from trainers.exceptions import CheckpointError, ConfigError, TrainerError, Unkn
 from trainers.files.checkpoints import BehaviorCheckpoints, TrainingStatus, load_state
 from trainers.loop.registry import TRAINER_TYPE_GROUP, TrainerRegistry
 from trainers.loop.trainer import Trainer, TrainerThread
+from trainers.networks.policy import NormalizerStats, newest_updates
 from trainers.ppo.algorithm import PPO
 from trainers.settings import (
     ExtrinsicSettings,
@@ -135,11 +136,18 @@ def test_update_happens_when_buffer_is_full_and_publishes_weights():
     trainer.publish_policy_queue(policy_queue)
     before = weights(trainer)
     run_serial(trainer, range(6))  # 48 samples: not more than buffer_size
-    assert policy_queue.empty() and len(trainer.algorithm.buffer) == 48
+    assert len(trainer.algorithm.buffer) == 48
+    # no new weights yet; the normalisers' statistics after each trajectory, for the acting copies
+    published = policy_queue.drain()
+    assert len(published) == 6 and all(isinstance(update, NormalizerStats) for update in published)
+    newest = published[-1].state
+    assert_same_weights(newest, trainer.policy.normalizer_stats().state)
+    assert {float(v) for k, v in newest.items() if k.endswith(".count")} == {48.0}
     run_serial(trainer, [6])
     assert len(trainer.algorithm.buffer) == 0
-    published = policy_queue.get_nowait()
-    assert_same_weights(published, trainer.policy.get_weights())
+    published_weights, stats = newest_updates(policy_queue.drain())
+    assert published_weights is not None and stats is None  # the weights carry the normalisers
+    assert_same_weights(published_weights, trainer.policy.get_weights())
     assert any(not torch.equal(before[k], v) for k, v in weights(trainer).items())
     assert trainer.step == 56
 

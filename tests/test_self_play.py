@@ -32,6 +32,7 @@ from trainers.loop.ghost import (
     elo_expected_score,
     episode_result,
 )
+from trainers.networks.policy import NormalizerStats
 from trainers.settings import RunOptions, SelfPlaySettings, TrainerSettings, structure_run_options
 
 # ---------------------------------------------------------------- ELO, by hand
@@ -240,6 +241,49 @@ def test_snapshots_swaps_and_team_changes_follow_the_step_counts():
     # snapshots every > 10 steps: steps 15 (v3), 30 (v6), 45 (v9), 60 (v12) in a window of 3
     assert [int(s["version"]) for s in g.snapshots] == [9, 12, 6]
     assert g.snapshot_counter == 2
+
+
+class NormalizingTrainer(CountingTrainer):
+    """Publishes normaliser statistics (a count of the trajectories taken) after every
+    trajectory and new weights only after every second one, as a trainer with ``normalize``."""
+
+    def advance(self, timeout=0.0):
+        worked = False
+        for q in self._in:
+            while not q.empty():
+                self.taken.append(q.get_nowait())
+                worked = True
+                if len(self.taken) % 2 == 0:
+                    self.policy.version += 1
+                    for out in self._out:
+                        out.put(self.policy.get_weights())
+                for out in self._out:
+                    out.put(NormalizerStats({"count": torch.tensor(len(self.taken))}))
+        return worked
+
+
+def test_normaliser_statistics_reach_the_learning_team_only_and_snapshots_keep_their_update():
+    settings = attrs.evolve(PPO_TEST_CONFIG, self_play=SelfPlaySettings(save_steps=4, swap_steps=100, team_change=1000))
+    trainer = NormalizingTrainer("Game", settings, StatsHub().reporter("Game"))
+    g = GhostTrainer(trainer=trainer, controller=GhostController(), seed=3)
+    blue, red = team("Game?team=0"), team("Game?team=1")
+    g.add_team(blue.id, blue)
+    g.add_team(red.id, red)
+    blue.policy_queue.drain()
+    received = []
+    for _ in range(3):
+        blue.trajectory_queue.put(trajectory(blue.id, 5))
+        g.advance()
+        received.append(
+            [
+                ("stats", int(u.state["count"])) if isinstance(u, NormalizerStats) else ("weights", int(u["version"]))
+                for u in blue.policy_queue.drain()
+            ]
+        )
+    assert received == [[("stats", 1)], [("weights", 1), ("stats", 2)], [("stats", 3)]]
+    assert all(not isinstance(u, NormalizerStats) for u in red.policy_queue.drain())
+    assert all(set(snapshot) == {"version"} for snapshot in g.snapshots)  # full weights, as updated
+    assert g.current_weights is not None and int(g.current_weights["version"]) == 1
 
 
 def test_opponents_draw_snapshots_of_the_window_with_the_ratio():

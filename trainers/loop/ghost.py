@@ -45,7 +45,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from torch import Tensor
 
 from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
 from processors.trajectory import Trajectory
@@ -54,7 +53,7 @@ from stats.tags import SELF_PLAY_ELO
 from trainers.exceptions import CheckpointError
 from trainers.files.checkpoints import BehaviorCheckpoints, CheckpointRecord, TrainingStatus
 from trainers.loop.trainer import MAX_TRAJECTORIES_PER_ADVANCE, Trainer
-from trainers.networks.policy import TorchPolicy
+from trainers.networks.policy import TorchPolicy, Weights, newest_updates
 from trainers.seeding import Stream
 from trainers.settings import SelfPlaySettings, TrainerSettings
 
@@ -69,8 +68,6 @@ STATUS_ELO_KEY = "elo"
 # current_opponent when the opponents play the latest policy (ML-Agents: -1, the learning
 # policy's own slot at the end of policy_elos).
 LATEST = -1
-
-Weights = dict[str, Tensor]
 
 
 # ---------------------------------------------------------------------- ELO, pure
@@ -383,17 +380,16 @@ class GhostTrainer:
         next_team = self.controller.learning_team
         ours = self._managers_of(next_team)
 
-        weights = None
-        while True:
-            try:
-                weights = self._from_trainer.get_nowait()
-            except AgentManagerQueue.Empty:
-                break
+        # the learning team acts with the trainer's latest weights and normalisers; snapshots
+        # (and the latest policy as an opponent) keep the normalisers of their update, as ML-Agents'
+        weights, stats = newest_updates(self._from_trainer.drain())
         if weights is not None:
             self.current_weights = weights
-            if self.learning_team == next_team:
-                for manager in ours:
-                    manager.policy_queue.put(weights)
+        if self.learning_team == next_team:
+            for update in (weights, stats):
+                if update is not None:
+                    for manager in ours:
+                        manager.policy_queue.put(update)
         if self.learning_team != next_team:
             for manager in ours:  # a team of ours starts learning: it gets the latest policy
                 manager.policy_queue.put(self.current_weights)

@@ -122,21 +122,28 @@ class Trainer:
 
     @timed_method(PROCESS_TRAJECTORY)
     def _take_trajectories(self, timeout: float) -> bool:
-        worked = False
+        taken = self._take_from_queues(timeout)
+        if taken and self.should_still_train:
+            self._publish_normalizers()
+        return taken > 0
+
+    def _take_from_queues(self, timeout: float) -> int:
+        """How many trajectories were taken (counted whether or not still training)."""
+        taken = 0
         update_first = bool(getattr(self.algorithm, "updates_between_trajectories", False))
         for trajectory_queue in self._trajectory_queues:
             for i in range(MAX_TRAJECTORIES_PER_ADVANCE):
                 if update_first and self.should_still_train and self.algorithm.ready():
-                    return worked
+                    return taken
                 try:
-                    trajectory = trajectory_queue.get(timeout=timeout if i == 0 and not worked else 0.0)
+                    trajectory = trajectory_queue.get(timeout=timeout if i == 0 and not taken else 0.0)
                 except AgentManagerQueue.Empty:
                     break
-                worked = True
+                taken += 1
                 if self.should_still_train:
                     self.algorithm.add(trajectory)
                     self._increment_step(trajectory.length)
-        return worked
+        return taken
 
     @timed_method(UPDATE_POLICY)
     def _update(self) -> None:
@@ -175,6 +182,17 @@ class Trainer:
         weights = self.policy.get_weights()
         for policy_queue in self._policy_queues:
             policy_queue.put(weights)
+
+    def _publish_normalizers(self) -> None:
+        """The normalisers the trajectories just taken moved, for the acting copies (as
+        ML-Agents acts with its trainer's live normalisers); nothing without normalisation."""
+        if not self.policy.network_settings.normalize:
+            return
+        stats = self.policy.normalizer_stats()
+        if stats is None:
+            return
+        for policy_queue in self._policy_queues:
+            policy_queue.put(stats)
 
     # ------------------------------------------------------------------ checkpoints
 

@@ -9,7 +9,7 @@ sampled action; nothing global (torch's default RNG, thread counts) is touched.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 import numpy as np
@@ -19,7 +19,7 @@ from torch import Tensor
 
 from processors.trajectory import ActionInfo
 from trainers import seeding
-from trainers.networks.actor_critic import Actor
+from trainers.networks.actor_critic import Actor, Normalizer
 from trainers.seeding import Stream
 
 if TYPE_CHECKING:
@@ -28,6 +28,37 @@ if TYPE_CHECKING:
 # Unity's actuators expect [-1, 1]; samples are clipped to [-3, 3] and scaled by 1/3, as
 # ML-Agents and the ONNX contract do (a tanh-squashed actor's samples are already in range).
 ACTION_CLIP = 3.0
+
+Weights: TypeAlias = dict[str, Tensor]
+
+
+@attrs.frozen
+class NormalizerStats:
+    """The actor's observation normalisers alone (their ``state_dict`` entries, CPU copies).
+
+    A trainer publishes these after the trajectories it takes, between the full weights of its
+    updates: ML-Agents acts with the trainer's own policy, whose normalisers move with every
+    trajectory while its weights change only with an update, and the acting copies here follow
+    the same statistics."""
+
+    state: Weights
+
+
+PolicyUpdate: TypeAlias = Weights | NormalizerStats  # what a policy queue carries
+
+
+def newest_updates(published: Sequence[PolicyUpdate]) -> tuple[Weights | None, NormalizerStats | None]:
+    """Of the updates drained from a policy queue (oldest first), those still to apply: the
+    newest full weights, and the newest normaliser statistics published after them (each
+    holds every normaliser, so older ones are superseded)."""
+    weights: Weights | None = None
+    stats: NormalizerStats | None = None
+    for update in published:
+        if isinstance(update, NormalizerStats):
+            stats = update
+        else:
+            weights, stats = update, None
+    return weights, stats
 
 
 class TorchPolicy:
@@ -240,6 +271,32 @@ class TorchPolicy:
     def load_weights(self, weights: Mapping[str, Tensor]) -> None:
         """Replace the actor's state with ``weights`` (from :meth:`get_weights`); strict."""
         self.actor.load_state_dict(dict(weights), strict=True)
+
+    def normalizer_stats(self) -> NormalizerStats | None:
+        """CPU copies of the actor's normalisers (None when it has none: ``normalize`` off, or
+        no vector observation)."""
+        state = {
+            f"{name}.{key}": value.detach().to("cpu", copy=True)
+            for name, module in self._normalizers().items()
+            for key, value in module.state_dict().items()
+        }
+        return NormalizerStats(state) if state else None
+
+    def load_normalizer_stats(self, stats: NormalizerStats) -> None:
+        """Set the actor's normalisers from :meth:`normalizer_stats` of an equal policy; the
+        weights stay. Every normaliser must be there, and nothing else."""
+        normalizers = self._normalizers()
+        parts: dict[str, dict[str, Tensor]] = {name: {} for name in normalizers}
+        for key, value in stats.state.items():
+            name, _, field = key.rpartition(".")
+            if name not in parts:
+                raise KeyError(f"normaliser statistics name {key!r}, which this policy's actor does not have")
+            parts[name][field] = value
+        for name, module in normalizers.items():
+            module.load_state_dict(parts[name], strict=True)
+
+    def _normalizers(self) -> dict[str, Normalizer]:
+        return {name: module for name, module in self.actor.named_modules() if isinstance(module, Normalizer)}
 
 
 @attrs.frozen

@@ -164,7 +164,8 @@ class PPO:
                 rewards, estimate[:-1], estimate[-1], terminated, signal.gamma, self.hyperparameters.lambd
             )
             advantages += signal_advantages
-            self.stats_reporter.add_stats(self._value_tags[i], estimate[:-1])
+            # one mean per trajectory, as ML-Agents: a summary weighs trajectories equally
+            self.stats_reporter.add_stat(self._value_tags[i], float(estimate[:-1].mean()))
             self._episode_rewards.add(trajectory, signal.name, rewards)
         self.buffer.append(trajectory, advantages, returns, critic_memories)
 
