@@ -6,8 +6,10 @@ from __future__ import annotations
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import attrs
+import pytest
 from mlagents_envs.base_env import BaseEnv
 
 from envs.builtin import make_env
@@ -53,6 +55,33 @@ SAC_TEST_CONFIG = TrainerSettings(
     max_steps=1000,
     threaded=False,
 )
+
+
+T = TypeVar("T")
+
+JUDGED_SEEDS = (1, 2)
+
+
+def first_or_second_seed(
+    trial: Callable[[int], T], learned: Callable[[T], bool], seeds: Sequence[int] = JUDGED_SEEDS
+) -> T:
+    """A learning test judged as ML-Agents' learning tests are judged here: ``trial(seed)`` on the
+    first seed, and only when that falls short of ``learned``, on the second. Returns the result
+    that learned; fails the test with every seed's result otherwise.
+
+    Why: float results differ between CPU kernel paths (AVX-512, AVX2, the default), and a seed's
+    run that balances on one machine can tip over on another (seed 1 of a var-len PPO test: 1.02
+    with AVX2, 0.172 with AVX-512). One seed falling short is a coin the machine flipped; two in a
+    row is a trainer that does not learn. Controls that must not learn take one seed: their margin
+    is wide (each says its measured values).
+    """
+    tried: dict[int, T] = {}
+    for seed in seeds:
+        result = trial(seed)
+        if learned(result):
+            return result
+        tried[seed] = result
+    pytest.fail(f"did not learn on any of seeds {list(seeds)}: {tried}")
 
 
 class RewardLog(StatsWriter):

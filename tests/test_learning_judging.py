@@ -1,0 +1,35 @@
+"""How a learning test is judged (``tests.support.learning.first_or_second_seed``): the first seed,
+and the second only when the first falls short; two short seeds fail the test with both results."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.learning import first_or_second_seed
+
+
+def test_the_first_seed_that_learns_is_taken_and_no_other_is_tried():
+    tried: list[int] = []
+
+    def trial(seed: int) -> float:
+        tried.append(seed)
+        return {1: 0.95, 2: 0.1}[seed]
+
+    assert first_or_second_seed(trial, lambda score: score > 0.9) == 0.95
+    assert tried == [1]
+
+
+def test_the_second_seed_is_tried_when_the_first_falls_short():
+    tried: list[int] = []
+
+    def trial(seed: int) -> float:
+        tried.append(seed)
+        return {7: 0.2, 8: 0.97}[seed]
+
+    assert first_or_second_seed(trial, lambda score: score > 0.9, seeds=(7, 8)) == 0.97
+    assert tried == [7, 8]
+
+
+def test_two_seeds_short_fail_with_both_results():
+    with pytest.raises(pytest.fail.Exception, match=r"seeds \[1, 2\]: \{1: 0.2, 2: 0.3\}"):
+        first_or_second_seed(lambda seed: {1: 0.2, 2: 0.3}[seed], lambda score: score > 0.9)
