@@ -156,8 +156,12 @@ class TrainerController:
     def _device_for(self, name: str, spec: BehaviorSpec, settings: TrainerSettings) -> str:
         """The run's device, or under ``auto`` the behavior's: the one its earlier run chose
         (``--resume``, ``--inference``), else the faster one measured now, recorded in
-        ``training_status.json`` for a later ``--resume``."""
+        ``training_status.json`` for a later ``--resume``. Logged once per behavior, with why."""
         if self.device != AUTO:
+            if self.options.torch_settings.device in (None, AUTO):
+                logger.info("%s trains on %s: no CUDA device", name, self.device)
+            else:
+                logger.info("%s trains on %s, as --torch-device (torch_settings.device) says", name, self.device)
             return self.device
         candidates = candidate_devices()
         recorded = self.status.parameter(name, DEVICE_KEY) if (self.resume or self.inference) else None

@@ -185,6 +185,24 @@ def test_auto_records_the_choice_and_resume_keeps_it(tmp_path, monkeypatch, capl
     assert "Basic trains on cpu:0, as the run it continues chose" in caplog.text
 
 
+@pytest.mark.parametrize(
+    ("asked", "said"),
+    [(None, "Basic trains on cpu: no CUDA device"), ("cpu", "Basic trains on cpu, as --torch-device")],
+)
+def test_without_a_choice_to_make_the_run_still_says_where_each_behavior_trains(tmp_path, caplog, asked, said):
+    options = structure_run_options(
+        {
+            "behaviors": {"Basic": {"hyperparameters": {"batch_size": 16, "buffer_size": 64}, "max_steps": 64}},
+            "env_settings": {"env_path": "builtin:Basic", "seed": 1},
+            "torch_settings": {"device": asked},
+            "checkpoint_settings": {"results_dir": str(tmp_path), "run_id": "said"},
+        }
+    )
+    with caplog.at_level("INFO"):
+        build_run(options, writers=[_Silent()], console=False).run()
+    assert caplog.text.count(said) == 1, caplog.text
+
+
 def gpu_visible_env() -> dict[str, str]:
     env = dict(os.environ)
     hidden = env.get(HIDDEN_CUDA_KEY, UNSET)
