@@ -27,7 +27,7 @@ from envs.workers.pool import apply_and_step, observe, with_parameters
 from orchestration.env_manager import EnvStatAggregation, act_for_worker
 from processors import ActionInfo, AgentManager, BehaviorIdentifiers, Trajectory
 from stats import StatsAggregationMethod, StatsReporter
-from trainers.networks.policy import PolicyBlueprint, TorchPolicy
+from trainers.networks.policy import NormalizerStats, PolicyBlueprint, TorchPolicy
 from trainers.seeding import team_seed
 
 
@@ -130,6 +130,11 @@ class EnvRunner:
     def set_weights(self, behavior_id: str, weights: Mapping[str, Tensor]) -> None:
         """Act for ``behavior_id`` with these weights from the next step on."""
         self._behaviors[behavior_id].policy.load_weights(weights)
+
+    def set_normalizer_stats(self, behavior_id: str, stats: NormalizerStats) -> None:
+        """Normalise ``behavior_id``'s observations with the trainer's statistics from the next
+        step on (the weights stay), as a local run acts with them after every trajectory."""
+        self._behaviors[behavior_id].policy.load_normalizer_stats(stats)
 
     def set_parameters(self, parameters: Mapping[str, ParameterValue]) -> None:
         """Environment parameters for the environment (and for a reopened one)."""

@@ -5,9 +5,9 @@ trajectories, instead of one step at a time through the learner.
 The learner side keeps what the env manager keeps: one AgentManager per behavior id (its
 bounded trajectory queue is what the trainer reads: a full queue blocks this loop, so a slow
 trainer holds back the next samples and nothing is dropped), the policy queues (new weights
-are put in the object store once and sent to every runner, with the observation normalisers as
-they are then: runners do not get the statistics the trainer publishes after every trajectory,
-which the local env manager's policies act with), the restart budget, resets and
+are put in the object store once and sent to every runner, and so are the observation
+normalisers' statistics the trainer publishes between them, so runners act with the
+normalisers the local env manager's policies act with), the restart budget, resets and
 environment parameters. A runner whose environment fails, whose actor dies (its node lost), or
 that does not answer within ``timeout_wait`` is restarted as a new actor, anywhere the cluster
 has room, losing only its own unfinished trajectories.
@@ -179,11 +179,16 @@ class RayEnvManager:
                 runtime.policy.load_weights(weights)
             if stats is not None:
                 runtime.policy.load_normalizer_stats(stats)
-            if weights is None:  # runners get the normalisers with the next policy, not per trajectory
-                continue
-            ref = ray.put(runtime.policy.get_weights())  # once in the object store for every runner
-            for runner in self.runners.values():
-                runner.actor.set_weights.remote(behavior_id, ref)
+            # Each runner's next sample acts with them (an actor runs its calls in order); the
+            # weights carry the normalisers, fresher statistics alone go as they come.
+            if weights is not None:
+                ref = ray.put(runtime.policy.get_weights())  # once in the object store for every runner
+                for runner in self.runners.values():
+                    runner.actor.set_weights.remote(behavior_id, ref)
+            elif stats is not None:
+                stats_ref = ray.put(stats)
+                for runner in self.runners.values():
+                    runner.actor.set_normalizer_stats.remote(behavior_id, stats_ref)
 
     @timed_method(ENV_STEP)
     def advance(self, timeout: float = 1.0) -> int:

@@ -16,6 +16,8 @@ import pytest
 import torch
 
 from envs.builtin import make_env
+from envs.workers import EnvLaunch
+from orchestration.env_runner import EnvRunner
 from orchestration.run import Run, build_run
 from tests.steps import behavior_spec
 from tests.support.learning import PPO_TEST_CONFIG
@@ -126,3 +128,27 @@ def test_the_env_manager_acts_with_the_trainer_s_normalisers_after_every_traject
     assert not check.weights_changed  # no update within the run: only the normalisers moved
     assert check.counts[0] == 0 and check.counts[-1] >= 12 * 20 * 3
     assert len(set(check.counts)) > 3  # they moved again and again, trajectory after trajectory
+
+
+def test_a_ray_env_runner_acts_with_the_statistics_it_is_sent():
+    """Ray env runners are sent the statistics the trainer publishes between its weights
+    (``RayEnvManager`` puts them to every runner before its next sample); the runner (here
+    driven without Ray) then acts with them, its weights unchanged."""
+    runner = EnvRunner(EnvLaunch(env_path="builtin:3DBall", seed=1), 0, 0, policy_seed=5)
+    try:
+        ((behavior_id, record),) = runner.start().new_specs.items()
+        settings = NetworkSettings(hidden_units=8, num_layers=1, normalize=True)
+        trainer = TorchPolicy(record.to_spec(), settings, seed=1)
+        runner.add_behavior(behavior_id, trainer.blueprint(), 16)
+        acting = runner._behaviors[behavior_id].policy
+        weights = {k: v.clone() for k, v in acting.get_weights().items()}
+        trainer.update_normalization([np.random.default_rng(0).normal(3.0, 2.0, (50, 8)).astype(np.float32)])
+        stats = trainer.normalizer_stats()
+        assert stats is not None
+        runner.set_normalizer_stats(behavior_id, stats)
+        for key, value in acting.get_weights().items():
+            expected = stats.state[key] if key in stats.state else weights[key]
+            torch.testing.assert_close(value, expected, rtol=0, atol=0, msg=key)
+        assert runner.sample(20, 10.0).fault is None  # and steps on with them
+    finally:
+        runner.close()
