@@ -213,6 +213,8 @@ class AgentProcessor:
             self._record_decisions(table, worker_id, decision_steps)
         elif n_decisions > 0:
             self._record_few_decisions(table, worker_id, decision_steps)
+        if n_terminals > 0 and self._groups is not None:
+            self._groups.end_step()
 
     def end_episode(self) -> None:
         """A forced reset: publish what every agent collected, then forget every agent.
@@ -232,6 +234,8 @@ class AgentProcessor:
         self._report_episodes(table, slots, terminal_transition=np.zeros(slots.shape[0], bool))
         self._publish(table, emit, rows, self._pending_obs(table, emit, rows))
         table.release(slots)
+        if self._groups is not None:
+            self._groups.forget(slots)
         self._last_decision.clear()
 
     def discard_worker(self, worker_id: int) -> None:
@@ -246,6 +250,8 @@ class AgentProcessor:
         slots = table.live_slots()
         workers = table.slot_key[slots] >> 32
         table.release(slots[workers == worker_id])
+        if self._groups is not None:
+            self._groups.forget(slots[workers == worker_id])
         self._last_decision.pop(worker_id, None)
 
     def get_memories(self, worker_id: int, agent_ids: np.ndarray) -> np.ndarray:

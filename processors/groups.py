@@ -7,12 +7,21 @@ that followed (ML-Agents' ``AgentExperience.group_status``), and, after a trajec
 step, the mates' current observations (``next_group_obs``) to bootstrap from.
 
 As in ML-Agents, a member's status is its latest completed transition: it is kept until the
-member's episode ends, so a mate that skips a decision is still seen, and a mate that ended
-its episode in this same environment step is seen once more with ``done`` set. Unlike
-ML-Agents, the statuses of every transition completed in one environment step are gathered
-before any of them is recorded: an agent whose episode ends sees its mates' fresh statuses
-of that step (ML-Agents hands a terminal step the mates' statuses of the previous step,
-because it records terminal rows before gathering the decision rows' statuses).
+member's episode ends, so a mate that skips a decision is still seen. A member whose episode
+ends in an environment step is forgotten only once that step is recorded, as ML-Agents forgets
+it only after the step's decision rows: every row of that step sees its terminal status
+(``done`` set), and every trajectory published in that step, one cut by the time horizon
+included, has its terminal observation among the mates' ``next_obs``. An id that ends an
+episode and starts another in the same step is seen with its terminal status in that step,
+and with its new episode's from the new episode's first completed transition on.
+
+Unlike ML-Agents, the statuses of every transition completed in one environment step are
+gathered before any of them is recorded: an agent whose episode ends sees its mates' fresh
+statuses of that step, and its trajectory's ``next_obs`` holds their observations of that
+step (ML-Agents hands a terminal step the mates' statuses and observations of the previous
+step, because it records terminal rows before gathering the decision rows'). The fixture
+``tests/fixtures/mlagents_0_28/group_parity.json`` holds ML-Agents' processor both as
+released and with that one change.
 
 Everything is kept in arrays indexed by the processor's slots (see ``agent_table``), and the
 mates of every completing agent are found with one sort per environment step; nothing here
@@ -86,6 +95,8 @@ class GroupTable:
         self.status_reward = np.zeros(0, np.float32)
         self.status_done = np.zeros(0, bool)
         self.current_obs = [np.zeros((0, *shape), dtype) for shape, dtype in self._layouts]
+        self.ending = np.zeros(0, bool)  # per slot: its agent's episode ends in this step
+        self._ending = np.zeros(0, np.int64)  # those slots (forgotten by end_step)
         # per (slot, row, mate column)
         self.present = np.zeros((0, 0, 0), bool)
         self.mate_obs = [np.zeros((0, 0, 0, *shape), dtype) for shape, dtype in self._layouts]
@@ -101,7 +112,7 @@ class GroupTable:
     ) -> None:
         """Gather the statuses of every transition this environment step completes and write
         each completing agent's mates into its row. Call after the step's actions are
-        recorded and before its terminal and decision rows are."""
+        recorded and before its terminal and decision rows are; :meth:`end_step` once they are."""
         self._fit(table)
         completing: list[np.ndarray] = []
         for steps, done in ((terminal_steps, True), (decision_steps, False)):
@@ -112,6 +123,13 @@ class GroupTable:
             known = slots >= 0
             acted = np.zeros_like(known)
             acted[known] = table.agent.acted[slots[known]]
+            if done:
+                self._ending = slots[known]
+                self.ending[self._ending] = True
+            elif self._ending.shape[0]:
+                # an id that ended its episode above and starts a new one now: its slot still
+                # holds the old episode, and the new one has completed no transition yet
+                acted[known] &= ~self.ending[slots[known]]
             rows = np.flatnonzero(acted)
             if rows.shape[0] == 0:
                 continue
@@ -135,14 +153,23 @@ class GroupTable:
             if slots.shape[0]:
                 self._write_mates(table, slots, counts)
 
-    def _members(self, table: AgentTable) -> np.ndarray:
+    def end_step(self) -> None:
+        """Forget the members whose episode ended in this environment step. Call once the
+        step's terminal and decision rows are recorded (until then they are still seen)."""
+        self.member_key[self._ending] = -1
+        self.ending[self._ending] = False
+        self._ending = self._ending[:0]
+
+    def forget(self, slots: np.ndarray) -> None:
+        """Forget the members in ``slots`` (agents the processor drops without a terminal step)."""
+        self.member_key[slots[slots < self.member_key.shape[0]]] = -1
+
+    def _members(self) -> np.ndarray:
         """Slots holding the status of a live (or, within this step, just ended) member."""
-        candidates = np.flatnonzero(self.member_key >= 0)
-        live = table.find(self.member_key[candidates]) == candidates
-        return candidates[live]
+        return np.flatnonzero(self.member_key >= 0)
 
     def _write_mates(self, table: AgentTable, slots: np.ndarray, counts: np.ndarray) -> None:
-        members = self._members(table)
+        members = self._members()
         order = np.argsort(self.group_key[members], kind="stable")
         members = members[order]
         keys = self.group_key[members]
@@ -181,7 +208,7 @@ class GroupTable:
     def take(self, table: AgentTable, slots: np.ndarray, counts: list[int]) -> list[Groupmates]:
         """Each slot's rows [0, count) of mates, with the mates' current observations."""
         self._fit(table)
-        members = self._members(table)
+        members = self._members()
         result = []
         for slot, count in zip(slots.tolist(), counts):
             present = self.present[slot, :count]
@@ -219,6 +246,7 @@ class GroupTable:
             self.status_discrete = _fill(self.status_discrete, slots)
             self.status_reward = _fill(self.status_reward, slots)
             self.status_done = _fill(self.status_done, slots)
+            self.ending = _fill(self.ending, slots)
         shape = (slots, time, mates)
         self.present = _resized(self.present, shape)
         self.mate_obs = [_resized(a, shape) for a in self.mate_obs]
