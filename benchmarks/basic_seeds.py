@@ -42,8 +42,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -52,14 +50,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from mlagents_3dball_side_by_side import SUMMARY, stop  # this folder: the scripts run from it
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO.parent / "shared" / "mlagents-configs" / "ppo" / "Basic.yaml"
-SUMMARY = re.compile(r"\. Step: (\d+)\. Time Elapsed: [\d.]+ s\. Mean Reward: (-?\d+(?:\.\d+)?)")
 MAX_STEPS = 40_000
 FAILED_BELOW = 0.5  # sticking at the small goal scores 0.07; the task's best is 0.93
 SOLVED_AT = 0.75
-STOP_ATTEMPTS, STOP_WAIT_S = 3, 20.0
 TRAINERS = ("ours", "mlagents")
 
 
@@ -77,24 +74,6 @@ def command(trainer: str, config: Path, seed: int, port: int, mlagents_python: s
         return [sys.executable, "-m", "orchestration.cli", *common, "--torch-device=cpu"]
     in_process = [] if subprocess_env else ["--in-process-env"]
     return [mlagents_python, str(REPO / "benchmarks" / "_mlagents_builtin_learn.py"), *common, *in_process]
-
-
-def stop(process: subprocess.Popen[str]) -> None:
-    """SIGINT to the run's process group (ML-Agents' env worker too), repeated, then SIGKILL."""
-    for _ in range(STOP_ATTEMPTS):
-        try:
-            os.killpg(process.pid, signal.SIGINT)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(STOP_WAIT_S)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def train(
