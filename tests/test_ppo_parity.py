@@ -38,7 +38,14 @@ def hybrid_score(seed: int, **hyperparameters) -> float:
 
 
 def test_hybrid_2c2d_passes_mlagents_test_as_often_as_mlagents():
-    scores = [hybrid_score(seed) for seed in (1337, 1, 2, 3, 4, 5, 6, 7, 8, 9)]
+    """At least 5 of the 10 seeds pass, as ML-Agents' PPO does; seeds run until the count is
+    decided (5 passes, or 6 failures), so a typical run takes 6 of them."""
+    scores: list[float] = []
+    for seed in (1337, 1, 2, 3, 4, 5, 6, 7, 8, 9):
+        scores.append(hybrid_score(seed))
+        passed = sum(score > 0.9 for score in scores)
+        if passed >= 5 or len(scores) - passed > 5:
+            break
     assert sum(score > 0.9 for score in scores) >= 5, scores
 
 

@@ -951,7 +951,16 @@ class Player:
         self._early_stats: list[bytes] = []
         channel = grpc.insecure_channel(
             f"localhost:{options.mlagents_port}",
-            options=[("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)],
+            options=[
+                ("grpc.max_send_message_length", -1),
+                ("grpc.max_receive_message_length", -1),
+                # A build started before the trainer listens (as external-unity tests do) retries
+                # every 0.1-0.25 s: gRPC's default backoff grows to gaps longer than the trainer's
+                # --timeout-wait, and a build would miss a listener that opened in between.
+                ("grpc.initial_reconnect_backoff_ms", 100),
+                ("grpc.min_reconnect_backoff_ms", 100),
+                ("grpc.max_reconnect_backoff_ms", 250),
+            ],
         )
         exchange = channel.unary_unary(
             "/communicator_objects.UnityToExternalProto/Exchange",
