@@ -12,7 +12,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet -c constraints.txt torch==2.13.0 setuptools
-	$(VENV)/bin/python -m pip install --quiet -c constraints.txt -e '.[test,ray]'
+	$(VENV)/bin/python -m pip install --quiet -c constraints.txt -e '.[test,ray,gymnasium,pettingzoo]'
 	touch $(STAMP)
 
 setup: $(STAMP)

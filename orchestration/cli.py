@@ -47,8 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="env",
         metavar="ENV_PATH",
         help="Unity build to train in, builtin:<Name>, python:module:function (a BaseEnv "
-        "factory), or external:PORT (a policy server that simulators call with envs.external.PolicyClient); "
-        "none: connect to the Editor on port 5004",
+        "factory), gymnasium:<id> (a Gymnasium environment; gymnasium:<module>:<id> imports the module "
+        "first), external-unity (builds you start), or external:PORT (a policy server that simulators "
+        "call with envs.external.PolicyClient); none: connect to the Editor on port 5004",
     )
     p.add_argument("--resume", action="store_true", help="continue the run --run-id from its checkpoints")
     p.add_argument("--load", dest="load_model", action="store_true", help=argparse.SUPPRESS)
@@ -72,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
         "here), auto (join the running one) or its address; needs the [ray] extra",
     )
     p.add_argument("--num-areas", type=int, help="training areas inside each environment (default 1)")
+    p.add_argument(
+        "--envs-per-worker",
+        type=int,
+        help="copies of a gymnasium: environment each worker steps as one behavior (default 8)",
+    )
     p.add_argument("--debug", action="store_true", help="debug logging, and tracebacks with errors")
     p.add_argument("--max-lifetime-restarts", type=int, help="restarts per crashed worker; -1: no limit (default 10)")
     p.add_argument("--restarts-rate-limit-n", type=int, help="restarts per period; -1: no limit (default 1)")

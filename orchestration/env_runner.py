@@ -22,7 +22,16 @@ from mlagents_envs.base_env import ActionTuple
 from torch import Tensor
 
 from envs.parameters import ParameterValue
-from envs.workers import EnvLaunch, OpenEnv, SpecRecord, WorkerFault, WorkerResult, classify_error, open_environment
+from envs.workers import (
+    EnvLaunch,
+    OpenEnv,
+    SpecRecord,
+    WorkerFault,
+    WorkerResult,
+    classify_error,
+    open_environment,
+    worker_port,
+)
 from envs.workers.pool import apply_and_step, observe, with_parameters
 from orchestration.env_manager import EnvStatAggregation, act_for_worker
 from processors import ActionInfo, AgentManager, BehaviorIdentifiers, Trajectory
@@ -226,7 +235,7 @@ class EnvRunner:
         return actions
 
     def _fault(self, error: BaseException) -> WorkerFault:
-        kind, message, retriable = classify_error(error, self.worker_id, self._launch.port(self.worker_id))
+        kind, message, retriable = classify_error(error, self.worker_id, worker_port(self._launch, self.worker_id))
         self._pending = None
         return WorkerFault(self.worker_id, self.generation, kind, message, retriable)
 

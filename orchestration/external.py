@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Mapping
 
 from envs.external.server import BehaviorCheck, PolicyServerEnv
-from envs.workers import EnvLaunch, InProcessPool, OpenEnv
+from envs.workers import EnvLaunch, InProcessPool, OpenEnv, worker_port
 from orchestration.env_manager import BehaviorRuntime
 from trainers.exceptions import ConfigError
 from trainers.files.onnx_export import export_policy_onnx
@@ -72,7 +72,7 @@ def external_pool(launch: EnvLaunch, models: OnnxModels, check: BehaviorCheck) -
 
     def open_server(worker_id: int) -> OpenEnv:
         server = PolicyServerEnv(
-            launch.port(worker_id),
+            worker_port(launch, worker_id),
             bind_address=launch.bind_address,
             token=launch.server_token,
             model_source=models,

@@ -33,21 +33,21 @@ import torch
 from envs.parameters import ParameterValue
 from envs.unity import api_version as unity_api_version
 from envs.workers import (
-    BUILTIN_PREFIX,
-    EXTERNAL_PREFIX,
-    EXTERNAL_UNITY,
+    DEFAULT_GYMNASIUM_COPIES,
+    EDITOR,
+    EXTERNAL_BUILDS,
     LOOPBACK,
-    PYTHON_PREFIX,
+    POLICY_SERVER,
     EnvFactory,
-    EnvFactoryError,
     EnvLaunch,
+    EnvRequest,
     EnvWorkerPool,
     InProcessPool,
     RestartBudget,
     SubprocessPool,
-    check_factory,
-    external_port,
-    resolve_factory,
+    launch_source,
+    source_of,
+    worker_port,
 )
 from orchestration.controller import RunOutcome, TrainerController
 from orchestration.curriculum import Curriculum
@@ -72,8 +72,6 @@ from trainers.loop.registry import TrainerRegistry
 from trainers.settings import RunOptions, require_capabilities, write_configuration
 
 logger = logging.getLogger(__name__)
-
-BUILD_SUFFIXES = ("", ".x86_64", ".x86", ".exe", ".app")
 
 
 @attrs.define
@@ -208,10 +206,11 @@ def build_run(
     log_folder = staged_logs if staged_logs is not None else run_dir / "run_logs"
     launch = environment_launch(options, log_folder, env_factory, bind_address, curriculum.values())
     launch = attrs.evolve(launch, server_token=server_token)
-    if launch.is_editor:
+    source = launch_source(launch)
+    if source is EDITOR:
         logger.info("Listening on port 5004. Start training by pressing the Play button in the Unity Editor.")
-    if launch.is_external_unity:
-        last = launch.port(env.num_envs - 1)
+    if source is EXTERNAL_BUILDS:
+        last = worker_port(launch, env.num_envs - 1)
         logger.info(
             "Waiting %d s for %d Unity build(s) or Editor(s) you start to connect on %s port(s) %d%s "
             "(in a build: --mlagents-port; in the Editor: press Play)",
@@ -268,7 +267,7 @@ def build_run(
             timers=timers,
         )
     else:
-        models = OnnxModels() if launch.is_external else None
+        models = OnnxModels() if source is POLICY_SERVER else None
         pool: EnvWorkerPool
         if models is not None:
             pool = external_pool(launch, models, behavior_check(options))
@@ -308,66 +307,68 @@ def check_run(
 
 
 def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> None:
-    """Refuse an environment that cannot exist before anything is started."""
-    from envs.builtin import available
-
+    """Refuse an environment that cannot exist, or a setting its source cannot take, before
+    anything is started."""
     env = options.env_settings
-    env_path, num_envs = env.env_path, env.num_envs
-    if num_envs < 1:
-        raise ConfigError(f"--num-envs (env_settings.num_envs): must be at least 1, got {num_envs}")
-    with_parameters = bool(options.environment_parameters)
-    if env_factory is not None:
-        check_factory(env_factory, with_parameters=with_parameters, where="env_factory")
-        return
-    if env_path is None:
-        if num_envs > 1:
-            raise ConfigError("--num-envs greater than 1 needs --env (a build): the Editor is one environment")
-        return
-    if env_path == EXTERNAL_UNITY:
-        return
-    if env_path.startswith(BUILTIN_PREFIX):
-        name = env_path[len(BUILTIN_PREFIX) :]
-        if name not in available():
-            raise ConfigError(
-                f"--env (env_settings.env_path): unknown built-in environment {name!r}; "
-                f"available: {', '.join(BUILTIN_PREFIX + n for n in available())}"
-            )
-        return
-    if env_path.startswith(EXTERNAL_PREFIX):
-        try:
-            external_port(env_path)
-        except ValueError as error:
-            raise ConfigError(f"--env (env_settings.env_path): {error}") from None
-        if num_envs > 1:
-            raise ConfigError(
-                f"--num-envs (env_settings.num_envs) {num_envs} with --env {env_path}: the policy server is one "
-                "environment (its clients are the parallel simulators); leave --num-envs at 1"
-            )
-        return
-    if env_path.startswith(PYTHON_PREFIX):
-        try:
-            check_factory(resolve_factory(env_path), with_parameters=with_parameters, where=env_path)
-        except EnvFactoryError as error:
-            raise ConfigError(f"--env (env_settings.env_path): {error}") from None
-        return
-    if not any(os.path.exists(env_path + suffix) for suffix in BUILD_SUFFIXES):
-        raise ConfigError(
-            f"--env (env_settings.env_path): {env_path} does not exist (give the path to a "
-            f"Unity build, builtin:<Name> for a built-in environment, python:module:function "
-            f"for a Python BaseEnv factory, {EXTERNAL_UNITY} for builds you start yourself, or no "
-            f"--env for the Editor)"
+    if env.num_envs < 1:
+        raise ConfigError(f"--num-envs (env_settings.num_envs): must be at least 1, got {env.num_envs}")
+    source = source_of(env.env_path, env_factory)
+    named = f"--env {env.env_path}" if env.env_path is not None else source.name
+    supports = source.supports
+    if env.num_envs > 1 and not supports.num_envs:
+        reason = (
+            "the policy server is one environment (its clients are the parallel simulators)"
+            if source is POLICY_SERVER
+            else f"{source.name} is one environment"
         )
+        raise ConfigError(f"--num-envs (env_settings.num_envs) {env.num_envs} with {named}: {reason}; leave it at 1")
+    if env.envs_per_worker is not None and not supports.copies:
+        raise ConfigError(
+            f"--envs-per-worker (env_settings.envs_per_worker) with {named}: only a Gymnasium environment is "
+            f"stepped as copies; {source.name} sets its agents itself (--num-areas for training areas)"
+        )
+    if env.env_kwargs and not supports.env_kwargs:
+        raise ConfigError(
+            f"env_settings.env_kwargs ({', '.join(sorted(env.env_kwargs))}) with {named}: {source.name} is not made "
+            "with keyword arguments (Gymnasium and PettingZoo environments are)"
+        )
+    if env.num_areas > 1 and not supports.areas:
+        raise ConfigError(
+            f"--num-areas (env_settings.num_areas) {env.num_areas} with {named}: {source.name} has no training "
+            "areas" + (" (--envs-per-worker sets its copies)" if supports.copies else "")
+        )
+    if env.env_args and not supports.env_args:
+        raise ConfigError(
+            f"--env-args (env_settings.env_args) with {named}: only a Unity build this run launches takes "
+            "command-line arguments"
+        )
+    request = EnvRequest(
+        env_path=env.env_path,
+        env_factory=env_factory,
+        env_kwargs=env.env_kwargs,
+        with_parameters=bool(options.environment_parameters),
+    )
+    if env_factory is not None:
+        source.check(request)  # EnvFactoryError, naming env_factory
+        return
+    try:
+        source.check(request)
+    except ValueError as error:
+        raise ConfigError(f"--env (env_settings.env_path): {error}") from None
 
 
 def check_ray(options: RunOptions, record_demo: str | os.PathLike[str] | None) -> None:
     """``--ray-address`` needs Ray installed, and runners that act where they are cannot
     record demonstrations here nor be the policy server."""
-    env_path = options.env_settings.env_path or ""
-    if env_path.startswith(EXTERNAL_PREFIX):
+    env_path = options.env_settings.env_path
+    source = source_of(env_path)
+    if source is POLICY_SERVER:
         raise ConfigError(
             f"--ray-address with --env {env_path}: the policy server answers its clients from the "
             "learner (they are the parallel simulators); leave out --ray-address"
         )
+    if not source.supports.ray:
+        raise ConfigError(f"--ray-address with {source.name}: env runners open their own environments")
     if record_demo is not None:
         raise ConfigError(
             "--record-demo with --ray-address: env runners act on their own nodes and only ship "
@@ -509,4 +510,14 @@ def environment_launch(
         env_parameters=tuple(parameters.items()),
         log_folder=str(log_folder.resolve()),
         bind_address=bind_address,
+        env_kwargs=tuple(env.env_kwargs.items()),
+        envs_per_worker=env.envs_per_worker or DEFAULT_GYMNASIUM_COPIES,
+        group_agents=trains_groups(options),
     )
+
+
+def trains_groups(options: RunOptions) -> bool:
+    """Whether every behavior is configured for POCA, which trains multi-agent groups: a
+    PettingZoo environment's agents then form one group (envs.pettingzoo's ``groups``)."""
+    settings = [*options.behaviors.values(), *([options.default_settings] if options.default_settings else [])]
+    return bool(settings) and all(s.trainer_type == "poca" for s in settings)

@@ -137,6 +137,7 @@ def test_every_dest_reaches_its_yaml_key(ball: RunOptions) -> None:
         "num_envs": 2,
         "ray_address": "auto",
         "num_areas": 3,
+        "envs_per_worker": 4,
         "timeout_wait": 30,
         "seed": 7,
         "max_lifetime_restarts": -1,

@@ -56,6 +56,8 @@ NEWER_PATHS = {
     "behaviors.B.hyperparameters.shared_critic",
     "env_settings.timeout_wait",
     "env_settings.ray_address",
+    "env_settings.envs_per_worker",
+    "env_settings.env_kwargs",
     "engine_settings.no_graphics_monitor",
 }
 
@@ -164,7 +166,13 @@ def test_newer_keys_are_left_out_unless_set(tmp_path: Path) -> None:
 def test_newer_keys_set_in_yaml_are_kept_even_at_their_defaults(where: str, tmp_path: Path) -> None:
     trainer = {"even_checkpoints": False, "hyperparameters": {"shared_critic": False}}
     data: dict[str, Any] = {
-        "env_settings": {"env_path": "builtin:3DBall", "timeout_wait": 60, "ray_address": "auto"},
+        "env_settings": {
+            "env_path": "builtin:3DBall",
+            "timeout_wait": 60,
+            "ray_address": "auto",
+            "envs_per_worker": 8,
+            "env_kwargs": {},
+        },
         "engine_settings": {"no_graphics_monitor": False},
     }
     if where == "behavior":
@@ -198,7 +206,9 @@ def test_newer_keys_typed_on_the_command_line_are_kept(tmp_path: Path) -> None:
 def test_newer_keys_set_in_python_are_kept(tmp_path: Path) -> None:
     options = RunOptions(
         behaviors={"B": TrainerSettings(even_checkpoints=True, hyperparameters=PPOSettings(shared_critic=True))},
-        env_settings=EnvironmentSettings(env_path="builtin:3DBall", timeout_wait=5, ray_address="auto"),
+        env_settings=EnvironmentSettings(
+            env_path="builtin:3DBall", timeout_wait=5, ray_address="auto", envs_per_worker=2, env_kwargs={"a": 1}
+        ),
         engine_settings=EngineSettings(no_graphics_monitor=True),
     )
     assert set(check_configuration(written(options, tmp_path)).unknown_keys) == NEWER_PATHS
@@ -242,7 +252,14 @@ def _everything() -> RunOptions:
             "u": EnvironmentParameterSettings(curriculum=(Lesson(name="u", value=UniformSampler()),)),
             "l": EnvironmentParameterSettings(curriculum=lessons),
         },
-        env_settings=EnvironmentSettings(env_path="build", env_args=("-x",), timeout_wait=5, ray_address="auto"),
+        env_settings=EnvironmentSettings(
+            env_path="build",
+            env_args=("-x",),
+            timeout_wait=5,
+            ray_address="auto",
+            envs_per_worker=2,
+            env_kwargs={"continuous": True},
+        ),
         engine_settings=EngineSettings(no_graphics_monitor=True),
     )
 
@@ -260,7 +277,15 @@ def test_every_key_0_28_does_not_know_is_marked_newer(tmp_path: Path) -> None:
         *(_newer_aliases(cl) for cl in (TrainerSettings, PPOSettings, EnvironmentSettings, EngineSettings))
     )
     assert {path.rsplit(".", 1)[1] for path in found.unknown_keys} == marked
-    assert marked == {"even_checkpoints", "shared_critic", "timeout_wait", "ray_address", "no_graphics_monitor"}
+    assert marked == {
+        "even_checkpoints",
+        "shared_critic",
+        "timeout_wait",
+        "ray_address",
+        "envs_per_worker",
+        "env_kwargs",
+        "no_graphics_monitor",
+    }
 
 
 @pytest.mark.parametrize("path", sorted((FIXTURES / "written").glob("*.yaml")), ids=lambda p: p.name)

@@ -26,7 +26,6 @@ import abc
 import zlib
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import ClassVar
 
 import numpy as np
 from mlagents_envs.base_env import (
@@ -358,8 +357,10 @@ class BuiltinEnv(BaseEnv):
     same parameters at every reset does not replay the same draws).
     """
 
-    #: The name ``make_env`` knows this environment by (``builtin:<name>`` in configs).
-    env_name: ClassVar[str]
+    #: The name ``make_env`` knows this environment by (``builtin:<name>`` in configs); a class
+    #: attribute for built-ins, set per instance (before ``__init__``) by environments whose
+    #: name is only known at construction, such as a Gymnasium environment's id.
+    env_name: str
 
     def __init__(
         self,

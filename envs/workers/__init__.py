@@ -8,6 +8,7 @@ from envs.workers.launch import (
     EDITOR_PORT,
     EXTERNAL_PREFIX,
     EXTERNAL_UNITY,
+    GYMNASIUM_PREFIX,
     LOOPBACK,
     PYTHON_PREFIX,
     EnvFactory,
@@ -16,15 +17,40 @@ from envs.workers.launch import (
     OpenEnv,
     check_factory,
     external_port,
-    open_environment,
     resolve_factory,
 )
 from envs.workers.pool import EnvWorkerPool, InProcessPool
 from envs.workers.records import FaultKind, SpecRecord, StepsRecord, WorkerFault, WorkerResult
+from envs.workers.sources import (
+    DEFAULT_GYMNASIUM_COPIES,
+    EDITOR,
+    EXTERNAL_BUILDS,
+    POLICY_SERVER,
+    SOURCES,
+    EnvRequest,
+    EnvSource,
+    Supports,
+    launch_source,
+    open_environment,
+    source_of,
+    worker_port,
+)
 from envs.workers.subprocess_pool import SubprocessPool
 
 __all__ = [
     "BUILTIN_PREFIX",
+    "DEFAULT_GYMNASIUM_COPIES",
+    "EDITOR",
+    "EXTERNAL_BUILDS",
+    "GYMNASIUM_PREFIX",
+    "POLICY_SERVER",
+    "SOURCES",
+    "EnvRequest",
+    "EnvSource",
+    "Supports",
+    "launch_source",
+    "source_of",
+    "worker_port",
     "EDITOR_PORT",
     "EXTERNAL_PREFIX",
     "EXTERNAL_UNITY",

@@ -1,5 +1,6 @@
-"""How a worker opens its environment: a Unity build, the Editor, a built-in environment, or a
-user's own ``BaseEnv`` made by a Python factory.
+"""How a worker opens its environment: a Unity build, the Editor, a built-in environment, a
+user's own ``BaseEnv`` made by a Python factory, Gymnasium or PettingZoo environments. Which one a run
+uses is decided once, by ``envs.workers.sources``.
 
 :class:`EnvLaunch` is plain data (picklable) so a subprocess worker can open the same
 environment as an in-process one.
@@ -22,12 +23,16 @@ from envs.parameters import ParameterValue
 if TYPE_CHECKING:
     from mlagents_envs.side_channel.side_channel import SideChannel
 
+    from envs.builtin import BuiltinEnv
+
 BUILTIN_PREFIX = "builtin:"
 PYTHON_PREFIX = "python:"
 # Builds or Editors the user starts (on this or other hosts): worker i waits for one to connect
 # on base_port + i instead of launching it, and again after it quits.
 EXTERNAL_UNITY = "external-unity"
 EXTERNAL_PREFIX = "external:"  # external:PORT: a policy server that simulators call (envs.external)
+GYMNASIUM_PREFIX = "gymnasium:"  # gymnasium:<id> or gymnasium:<module>:<id> (envs.gymnasium)
+PETTINGZOO_PREFIX = "pettingzoo:"  # pettingzoo:<module> with parallel_env() or env() (envs.pettingzoo)
 EDITOR_PORT = 5004
 LOOPBACK = "127.0.0.1"
 
@@ -64,7 +69,10 @@ class EnvLaunch:
     a pool opening a worker later opens it with the values of then).
     log_folder: absolute folder for ``Player-<worker>.log``. bind_address: where our gRPC server
     (or the policy server of ``external:PORT``) listens (loopback unless asked). server_token:
-    the secret policy clients must send (None: none).
+    the secret policy clients must send (None: none). env_kwargs: keyword arguments a
+    Gymnasium or PettingZoo environment is made with. envs_per_worker: copies each worker steps
+    as one behavior (Gymnasium). group_agents: a PettingZoo environment's agents are one
+    multi-agent group (the run trains them with POCA).
     """
 
     env_path: str | None
@@ -81,32 +89,9 @@ class EnvLaunch:
     log_folder: str | None = None
     bind_address: str = LOOPBACK
     server_token: str | None = None
-
-    @property
-    def is_builtin(self) -> bool:
-        return self.env_factory is None and self.env_path is not None and self.env_path.startswith(BUILTIN_PREFIX)
-
-    @property
-    def is_python(self) -> bool:
-        return self.env_factory is not None or (self.env_path is not None and self.env_path.startswith(PYTHON_PREFIX))
-
-    @property
-    def is_editor(self) -> bool:
-        return self.env_path is None and self.env_factory is None
-
-    @property
-    def is_external_unity(self) -> bool:
-        return self.env_factory is None and self.env_path == EXTERNAL_UNITY
-
-    @property
-    def is_external(self) -> bool:
-        return self.env_factory is None and self.env_path is not None and self.env_path.startswith(EXTERNAL_PREFIX)
-
-    def port(self, worker_id: int) -> int:
-        if self.is_external:
-            assert self.env_path is not None
-            return external_port(self.env_path)
-        return EDITOR_PORT if self.is_editor else self.base_port + worker_id
+    env_kwargs: tuple[tuple[str, Any], ...] = ()
+    envs_per_worker: int = 1
+    group_agents: bool = False
 
 
 def external_port(env_path: str) -> int:
@@ -191,7 +176,9 @@ def check_factory(factory: EnvFactory, *, with_parameters: bool, where: str) -> 
         ) from None
 
 
-def _open_python(launch: EnvLaunch, worker_id: int, seed: int) -> OpenEnv:
+def open_python(launch: EnvLaunch, worker_id: int) -> OpenEnv:
+    """Worker ``worker_id``'s environment made by the user's factory (see EnvFactory), reset."""
+    seed = launch.seed + worker_id
     factory = launch.env_factory
     if factory is None:
         assert launch.env_path is not None
@@ -311,55 +298,98 @@ def warn_once_per_unknown_side_channel() -> None:
     channel_logger.addFilter(_OncePerUnknownChannel())
 
 
-def open_environment(launch: EnvLaunch, worker_id: int) -> OpenEnv:
-    """Open worker ``worker_id``'s environment; raises the environment's own exceptions."""
-    warn_once_per_unknown_side_channel()
-    seed = launch.seed + worker_id
-    if launch.is_python:
-        return _open_python(launch, worker_id, seed)
-    if launch.is_external:
-        raise ValueError(
-            f"{launch.env_path}: the policy server is opened by the run (orchestration.external.external_pool), "
-            "which gives it the run's behaviors and models"
-        )
-    if launch.is_builtin:
-        from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig
+def open_builtin(launch: EnvLaunch, worker_id: int) -> OpenEnv:
+    """Worker ``worker_id``'s built-in environment (``builtin:<Name>``), constructed reset."""
+    from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig
 
-        from envs.builtin import make_env
+    from envs.builtin import make_env
 
-        assert launch.env_path is not None
-        builtin = make_env(
-            launch.env_path,
-            seed=seed,
-            worker_id=worker_id,
-            env_parameters=dict(launch.env_parameters),
-            num_areas=launch.num_areas,
-        )
-        builtin.set_engine_config(EngineConfig(*launch.engine))
+    assert launch.env_path is not None
+    builtin = make_env(
+        launch.env_path,
+        seed=launch.seed + worker_id,
+        worker_id=worker_id,
+        env_parameters=dict(launch.env_parameters),
+        num_areas=launch.num_areas,
+    )
+    builtin.set_engine_config(EngineConfig(*launch.engine))
+    return OpenEnv(builtin, builtin.get_and_reset_stats, _builtin_parameter_setter(builtin))
 
-        def set_builtin_parameters(parameters: Mapping[str, ParameterValue]) -> None:
-            for key, value in parameters.items():
-                builtin.set_env_parameter_value(key, value)
 
-        return OpenEnv(builtin, builtin.get_and_reset_stats, set_builtin_parameters)
+def open_gymnasium(launch: EnvLaunch, worker_id: int) -> OpenEnv:
+    """Worker ``worker_id``'s copies of a Gymnasium environment (``gymnasium:<id>``) as one
+    behavior, reset with the run's environment parameters as reset options."""
+    from envs.gymnasium import gymnasium_env
 
+    assert launch.env_path is not None
+    env = gymnasium_env(
+        launch.env_path[len(GYMNASIUM_PREFIX) :],
+        copies=launch.envs_per_worker,
+        seed=launch.seed,
+        worker_id=worker_id,
+        env_kwargs=dict(launch.env_kwargs),
+        env_parameters=dict(launch.env_parameters),
+    )
+    return OpenEnv(env, env.get_and_reset_stats, _builtin_parameter_setter(env))
+
+
+def open_pettingzoo(launch: EnvLaunch, worker_id: int) -> OpenEnv:
+    """Worker ``worker_id``'s PettingZoo environment (``pettingzoo:<module>``), its agents as
+    behaviors by name, reset with the run's environment parameters as reset options."""
+    from envs.pettingzoo import pettingzoo_env
+
+    assert launch.env_path is not None
+    env = pettingzoo_env(
+        launch.env_path[len(PETTINGZOO_PREFIX) :],
+        seed=launch.seed,
+        worker_id=worker_id,
+        env_kwargs=dict(launch.env_kwargs),
+        env_parameters=dict(launch.env_parameters),
+        groups=launch.group_agents,
+    )
+    return OpenEnv(env, env.get_and_reset_stats, _builtin_parameter_setter(env))
+
+
+def _builtin_parameter_setter(env: BuiltinEnv) -> ParameterSetter:
+    def set_parameters(parameters: Mapping[str, ParameterValue]) -> None:
+        for key, value in parameters.items():
+            env.set_env_parameter_value(key, value)
+
+    return set_parameters
+
+
+def open_build(launch: EnvLaunch, worker_id: int) -> OpenEnv:
+    """Launch worker ``worker_id``'s Unity build, which connects on ``base_port + worker_id``."""
+    return _open_unity(launch, worker_id, launch.env_path, port_worker=worker_id, base_port=launch.base_port)
+
+
+def open_editor(launch: EnvLaunch, worker_id: int) -> OpenEnv:
+    """Wait for the Editor to connect on port 5004 (the user presses Play)."""
+    return _open_unity(launch, worker_id, None, port_worker=0, base_port=EDITOR_PORT)
+
+
+def open_external_build(launch: EnvLaunch, worker_id: int) -> OpenEnv:
+    """Wait for a build or Editor the user starts to connect on ``base_port + worker_id``."""
+    return _open_unity(launch, worker_id, None, port_worker=0, base_port=launch.base_port + worker_id)
+
+
+def _open_unity(
+    launch: EnvLaunch, worker_id: int, file_name: str | None, *, port_worker: int, base_port: int
+) -> OpenEnv:
     from envs.unity import UnityEnvironment
 
     channels = RunChannels(launch)
-    no_graphics = launch.no_graphics or (launch.no_graphics_monitor and worker_id > 0)
-    editor = launch.is_editor
-    external = launch.is_external_unity
     env = UnityEnvironment(
-        file_name=None if external else launch.env_path,
-        # a build started by the user connects as the Editor does, on its worker's own port
-        worker_id=0 if editor or external else worker_id,
-        base_port=EDITOR_PORT if editor else launch.port(worker_id) if external else launch.base_port,
-        seed=seed,
-        no_graphics=no_graphics,
+        file_name=file_name,
+        worker_id=port_worker,
+        base_port=base_port,
+        seed=launch.seed + worker_id,
+        no_graphics=launch.no_graphics or (launch.no_graphics_monitor and worker_id > 0),
         timeout_wait=int(max(1, round(launch.timeout_wait))),
         additional_args=list(launch.env_args),
         side_channels=channels.as_list(),
-        log_folder=None if editor or external else launch.log_folder,
+        # only a build this run launches writes its log where the run keeps them
+        log_folder=launch.log_folder if file_name is not None else None,
         num_areas=launch.num_areas,
         bind_address=launch.bind_address,
     )

@@ -20,8 +20,9 @@ from mlagents_envs.base_env import ActionTuple, BaseEnv
 
 from envs.parameters import ParameterValue
 from envs.workers.faults import classify_error
-from envs.workers.launch import EnvLaunch, OpenEnv, open_environment
+from envs.workers.launch import EnvLaunch, OpenEnv
 from envs.workers.records import SpecRecord, StepsRecord, WorkerFault, WorkerResult
+from envs.workers.sources import open_environment, worker_port
 
 logger = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ class InProcessPool(EnvWorkerPool):
         return None if self._opened is None else self._opened.env
 
     def _fault(self, error: BaseException) -> WorkerFault:
-        port = self._launch.port(0) if self._launch is not None else 0
+        port = worker_port(self._launch, 0) if self._launch is not None else 0
         kind, message, retriable = classify_error(error, 0, port)
         logger.debug("worker 0 failed", exc_info=error)
         return WorkerFault(0, self._generation, kind, message, retriable)

@@ -20,10 +20,11 @@ from mlagents_envs.base_env import ActionTuple
 
 from envs.parameters import ParameterValue
 from envs.workers.faults import classify_error
-from envs.workers.launch import EnvLaunch, OpenEnv, open_environment
+from envs.workers.launch import EnvLaunch, OpenEnv
 from envs.workers.log_lines import LogFormat, log_to
 from envs.workers.pool import EnvWorkerPool, apply_and_step, observe, with_parameters
 from envs.workers.records import FaultKind, WorkerFault, WorkerResult
+from envs.workers.sources import open_environment, worker_port
 
 logger = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ def _worker_main(conn: Connection, launch: EnvLaunch, worker_id: int, generation
     known: set[str] = set()
 
     def fault(error: BaseException) -> WorkerFault:
-        kind, message, retriable = classify_error(error, worker_id, launch.port(worker_id))
+        kind, message, retriable = classify_error(error, worker_id, worker_port(launch, worker_id))
         return WorkerFault(worker_id, generation, kind, message, retriable)
 
     try:

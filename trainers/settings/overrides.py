@@ -28,6 +28,7 @@ CLI_DESTS: Mapping[str, tuple[str | None, str]] = {
     "num_envs": ("env_settings", "num_envs"),
     "ray_address": ("env_settings", "ray_address"),
     "num_areas": ("env_settings", "num_areas"),
+    "envs_per_worker": ("env_settings", "envs_per_worker"),
     "timeout_wait": ("env_settings", "timeout_wait"),
     "seed": ("env_settings", "seed"),
     "max_lifetime_restarts": ("env_settings", "max_lifetime_restarts"),

@@ -407,6 +407,20 @@ class EnvironmentSettings:
     restarts_rate_limit_n: int = 1
     restarts_rate_limit_period_s: int = 60
     _ray_address: str | None = attrs.field(default=None, alias="ray_address", metadata={NEWER_KEY: True})
+    _envs_per_worker: int | None = attrs.field(default=None, alias="envs_per_worker", metadata={NEWER_KEY: True})
+    _env_kwargs: dict[str, Any] | None = attrs.field(default=None, alias="env_kwargs", metadata={NEWER_KEY: True})
+
+    @property
+    def envs_per_worker(self) -> int | None:
+        """Copies of the environment each worker steps as one behavior (a Gymnasium
+        environment's; newer than ML-Agents 0.28); None: the environment's default."""
+        return self._envs_per_worker
+
+    @property
+    def env_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments the environment is made with (``gymnasium.make(id, **env_kwargs)``;
+        newer than ML-Agents 0.28); empty unless set."""
+        return dict(self._env_kwargs or {})
 
     @property
     def ray_address(self) -> str | None:

@@ -311,6 +311,7 @@ def check_run_options(
 
     env = options.env_settings
     _positive(c, "env_settings", env, "num_envs", "num_areas", "timeout_wait", "restarts_rate_limit_period_s")
+    c.require("env_settings.envs_per_worker", env.envs_per_worker, lambda v: v >= 1, "at least 1")
     c.require("env_settings.base_port", env.base_port, lambda v: 0 < v <= 65535, "between 1 and 65535")
     if env.num_envs > 1 and env.base_port + env.num_envs - 1 > 65535 and env.base_port <= 65535:
         c.errors.append(f"env_settings: base_port ({env.base_port}) + num_envs ({env.num_envs}) runs past port 65535")
