@@ -1,0 +1,231 @@
+"""Gymnasium tasks, ours (``agents-learn``) against Stable-Baselines3 2.9.2 with the same RL Zoo
+settings, per task and seed. Prints JSON (and writes it to ``--out`` after every run).
+
+- ``cartpole``: PPO on CartPole-v1, ``config/gymnasium/ppo/CartPole.yaml`` (8 copies, RL Zoo's
+  tuned settings, 100k steps). SB3: ``PPO('MlpPolicy', make_vec_env('CartPole-v1', n_envs=8,
+  seed=S), n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
+  learning_rate=lin 1e-3, clip_range=lin 0.2, seed=S)``. Threshold: a window mean >= 475
+  (Gymnasium's reward threshold; 500 is the cap). Window: 5000 steps.
+- ``pendulum``: SAC on Pendulum-v1, ``config/gymnasium/sac/Pendulum.yaml`` (one copy, RL Zoo's
+  settings: lr 1e-3, SB3's defaults otherwise, 20k steps). SB3: ``SAC('MlpPolicy', 'Pendulum-v1',
+  learning_rate=1e-3, seed=S)``. Threshold: a window mean >= -200 (about -150 is solved).
+  Window: 2000 steps.
+
+Per run: ``curve``, [(step, mean return of the episodes that ended in the window)] every window
+(null where none ended); ours is the console summary (``Mean Reward``, every ``summary_freq``
+steps, the mean of ``Environment/Cumulative Reward``: whole undiscounted episodes), SB3's a
+callback averaging ``Monitor``'s episode returns (``info['episode']['r']``) of the episodes that
+ended since the last multiple of the window. ``first_step_at_threshold``: the first window step
+whose mean reaches the threshold, or null. ``final``: the last window's mean. ``steps``: the agent
+steps trained (ours: the last summary's step, that is ``max_steps``; SB3: ``num_timesteps`` at the
+end, which rounds up to whole rollouts: 100096 for CartPole). ``wall_s``: the training process,
+from start to exit (interpreter start-up, imports, saving included); ``steps_per_s``: ``steps /
+wall_s``; ``train_steps_per_s``: the steps between the first and last window divided by the time
+between them, as this script saw the two lines arrive (start-up and the first window left out).
+
+Runs go one at a time, each with one torch thread (``OMP_NUM_THREADS=1``; SB3's script also calls
+``torch.set_num_threads(1)``). The SB3 side runs with ``--sb3-python`` (a scratch venv, never this
+repository's: ``python3 -m venv /tmp/sb3 && /tmp/sb3/bin/pip install -c constraints.txt
+torch==2.13.0 stable-baselines3==2.9.2 'gymnasium[classic-control]==1.4.0'``) and is skipped, with
+a note in the JSON, when that interpreter is missing. The seed numbers do not draw the same random
+numbers in the two trainers: compare the spread over seeds, not seed by seed.
+
+How to run (from the repository root)::
+
+    .venv/bin/python benchmarks/gymnasium.py --tasks cartpole --seeds 1 2 3 --out benchmarks/gymnasium.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+TRAINERS = ("ours", "sb3")
+SUMMARY = re.compile(r"\. Step: (\d+)\. Time Elapsed: ([\d.]+) s\. (?:Mean Reward: (-?\d+(?:\.\d+)?)|No episode)")
+
+
+@dataclass(frozen=True)
+class Task:
+    name: str
+    env_id: str
+    config: Path
+    max_steps: int
+    window: int
+    threshold: float
+
+
+TASKS = {
+    "cartpole": Task("cartpole", "CartPole-v1", REPO / "config/gymnasium/ppo/CartPole.yaml", 100_000, 5000, 475.0),
+    "pendulum": Task("pendulum", "Pendulum-v1", REPO / "config/gymnasium/sac/Pendulum.yaml", 20_000, 2000, -200.0),
+}
+
+# Run by --sb3-python: argv task env_id seed max_steps window. Prints one JSON object a line:
+# {"step", "mean", "episodes"} per window, then {"steps", "learn_s"}.
+SB3_SCRIPT = r"""
+import json, sys, time
+import torch
+torch.set_num_threads(1)
+from stable_baselines3 import PPO, SAC
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.env_util import make_vec_env
+
+task, env_id, seed, max_steps, window = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+
+
+class Windows(BaseCallback):
+    # the mean Monitor return of the episodes that ended since the last multiple of `window` steps
+    def _on_training_start(self):
+        self.returns, self.next_step = [], window
+
+    def _on_step(self):
+        for info in self.locals["infos"]:
+            if "episode" in info:
+                self.returns.append(float(info["episode"]["r"]))
+        while self.num_timesteps >= self.next_step:
+            mean = sum(self.returns) / len(self.returns) if self.returns else None
+            print(json.dumps({"step": self.next_step, "mean": mean, "episodes": len(self.returns)}), flush=True)
+            self.returns, self.next_step = [], self.next_step + window
+        return True
+
+
+def linear(start):
+    return lambda progress_remaining: progress_remaining * start
+
+
+if task == "cartpole":
+    model = PPO("MlpPolicy", make_vec_env(env_id, n_envs=8, seed=seed), n_steps=32, batch_size=256,
+                gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0, learning_rate=linear(1e-3),
+                clip_range=linear(0.2), seed=seed, device="cpu")
+else:
+    model = SAC("MlpPolicy", env_id, learning_rate=1e-3, seed=seed, device="cpu")
+start = time.monotonic()
+model.learn(total_timesteps=max_steps, callback=Windows())
+print(json.dumps({"steps": model.num_timesteps, "learn_s": time.monotonic() - start}), flush=True)
+"""
+
+
+def command(trainer: str, task: Task, seed: int, results: Path, sb3_python: str) -> list[str]:
+    if trainer == "ours":
+        agents_learn = Path(sys.executable).with_name("agents-learn")
+        return [str(agents_learn), str(task.config), "--run-id=run", f"--seed={seed}", f"--results-dir={results}"]
+    args = [task.name, task.env_id, str(seed), str(task.max_steps), str(task.window)]
+    return [sb3_python, "-c", SB3_SCRIPT, *args]
+
+
+def parse(trainer: str, line: str) -> tuple[str, Any] | None:
+    """A window ("window", (step, mean or None)) or SB3's end ("end", {...}) from one output line."""
+    if trainer == "ours":
+        match = SUMMARY.search(line)
+        if match is None:
+            return None
+        return "window", (int(match.group(1)), float(match.group(3)) if match.group(3) else None)
+    if not line.startswith("{"):
+        return None
+    record = json.loads(line)
+    if "step" in record:
+        return "window", (record["step"], record["mean"])
+    return "end", record
+
+
+def train(trainer: str, task: Task, seed: int, sb3_python: str) -> dict[str, Any]:
+    """One run in a subprocess: its windows, the threshold step, wall time and rates."""
+    with tempfile.TemporaryDirectory(prefix=f"gym-{trainer}-{task.name}-{seed}-") as tmp:
+        environ = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        start = time.monotonic()
+        process = subprocess.Popen(
+            command(trainer, task, seed, Path(tmp) / "results", sb3_python),
+            cwd=tmp,
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert process.stdout is not None
+        curve: list[tuple[int, float | None]] = []
+        arrivals: list[float] = []
+        end: dict[str, Any] = {}
+        tail: list[str] = []
+        for line in process.stdout:
+            tail = (tail + [line])[-20:]
+            parsed = parse(trainer, line)
+            if parsed is None:
+                continue
+            kind, value = parsed
+            if kind == "window":
+                curve.append(value)
+                arrivals.append(time.monotonic())
+            else:
+                end = value
+        process.wait()
+        wall = time.monotonic() - start
+    if process.returncode != 0 or not curve or curve[-1][0] < task.max_steps:
+        raise RuntimeError(f"{trainer} {task.name} seed {seed} failed (rc {process.returncode}):\n{''.join(tail)}")
+    steps = int(end.get("steps", curve[-1][0]))
+    reached = next((step for step, mean in curve if mean is not None and mean >= task.threshold), None)
+    train_rate = (curve[-1][0] - curve[0][0]) / (arrivals[-1] - arrivals[0]) if len(curve) > 1 else None
+    return {
+        "seed": seed,
+        "first_step_at_threshold": reached,
+        "final": None if curve[-1][1] is None else round(curve[-1][1], 2),
+        "steps": steps,
+        "wall_s": round(wall, 1),
+        "steps_per_s": round(steps / wall, 1),
+        "train_steps_per_s": round(train_rate, 1) if train_rate else None,
+        "curve": [(step, None if mean is None else round(mean, 2)) for step, mean in curve],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", choices=list(TASKS), nargs="+", default=list(TASKS))
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--trainers", choices=TRAINERS, nargs="+", default=list(TRAINERS))
+    parser.add_argument("--sb3-python", default="/tmp/sb3/bin/python")
+    parser.add_argument("--out", type=Path, help="rewrite the JSON here after every run")
+    parser.add_argument("--keep", type=Path, help="an earlier output: its runs are kept, not run again")
+    args = parser.parse_args()
+    results: dict[str, Any] = json.loads(args.keep.read_text()) if args.keep else {}
+    for name in args.tasks:
+        task = TASKS[name]
+        entry = results.setdefault(
+            name,
+            {
+                "env": task.env_id,
+                "config": str(task.config.relative_to(REPO)),
+                "threshold": task.threshold,
+                "window": task.window,
+                "max_steps": task.max_steps,
+            },
+        )
+        for trainer in args.trainers:
+            if trainer == "sb3" and not Path(args.sb3_python).exists():
+                entry[trainer] = {"skipped": f"no Stable-Baselines3 interpreter at {args.sb3_python}"}
+                continue
+            runs = [run for run in entry.get(trainer, {}).get("runs", []) if run["seed"] not in args.seeds]
+            for seed in args.seeds:
+                run = train(trainer, task, seed, args.sb3_python)
+                runs.append(run)
+                print(
+                    f"{trainer} {name} seed {seed}: at threshold {run['first_step_at_threshold']}, "
+                    f"final {run['final']}, {run['wall_s']} s, {run['steps_per_s']} steps/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                entry[trainer] = {"runs": sorted(runs, key=lambda r: r["seed"])}
+                if args.out is not None:
+                    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
