@@ -298,7 +298,7 @@ def check_run(
     require_capabilities(options, registry.algorithms)
     check_environment(options, env_factory)
     if options.env_settings.ray_address is not None:
-        check_ray(options, record_demo)
+        check_ray(options, record_demo, env_factory)
     check_results_dir(Path(options.checkpoint_settings.results_dir))
     if record_demo is not None:
         check_record_demo(Path(record_demo))
@@ -357,11 +357,13 @@ def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> No
         raise ConfigError(f"--env (env_settings.env_path): {error}") from None
 
 
-def check_ray(options: RunOptions, record_demo: str | os.PathLike[str] | None) -> None:
+def check_ray(
+    options: RunOptions, record_demo: str | os.PathLike[str] | None, env_factory: EnvFactory | None = None
+) -> None:
     """``--ray-address`` needs Ray installed, and runners that act where they are cannot
     record demonstrations here nor be the policy server."""
     env_path = options.env_settings.env_path
-    source = source_of(env_path)
+    source = source_of(env_path, env_factory)
     if source is POLICY_SERVER:
         raise ConfigError(
             f"--ray-address with --env {env_path}: the policy server answers its clients from the "
