@@ -325,7 +325,8 @@ def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> No
     if env.envs_per_worker is not None and not supports.copies:
         raise ConfigError(
             f"--envs-per-worker (env_settings.envs_per_worker) with {named}: only a Gymnasium environment is "
-            f"stepped as copies; {source.name} sets its agents itself (--num-areas for training areas)"
+            f"stepped as copies; {source.name} sets its agents itself"
+            + (" (--num-areas for training areas)" if supports.areas else "")
         )
     if env.env_kwargs and not supports.env_kwargs:
         raise ConfigError(
