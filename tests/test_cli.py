@@ -216,6 +216,22 @@ def test_unknown_key_names_the_path_and_nearest_key(tmp_path):
     assert "behaviors.Basic.hyperparameters.batchsize" in line and "batch_size" in line
 
 
+def test_a_configuration_error_is_reported_before_torch_is_imported(tmp_path):
+    """Reading and checking the YAML needs no torch (about 2-5 s to import): a typo is reported
+    at once."""
+    (tmp_path / "typo.yaml").write_text("behaviors:\n  Basic:\n    hyperparameters:\n      batchsize: 32\n")
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "orchestration.cli", "typo.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1 and "batchsize" in result.stderr
+    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line]
+    assert "trainers.settings" in imported and "torch" not in imported
+
+
 def test_env_path_that_does_not_exist(tmp_path):
     line = one_line_error(run_cli(tmp_path, "--env", "Builds/Missing.x86_64", "--run-id=x"))
     assert "Builds/Missing.x86_64 does not exist" in line

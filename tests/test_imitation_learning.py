@@ -35,12 +35,10 @@ from functools import partial
 from pathlib import Path
 
 import attrs
-import numpy as np
 import pytest
 
-from envs.builtin import make_env
 from tests.support.expert_demos import record_simple_demo
-from tests.support.learning import PPO_TEST_CONFIG, SAC_TEST_CONFIG, first_or_second_seed, train_env
+from tests.support.learning import PPO_TEST_CONFIG, SAC_TEST_CONFIG, first_or_second_seed, simple_score
 from trainers.settings import (
     BehavioralCloningSettings,
     GAILSettings,
@@ -79,13 +77,6 @@ def imitation_config(
 
 def hyperparameters(base: TrainerSettings, **changes) -> TrainerSettings:
     return attrs.evolve(base, hyperparameters=attrs.evolve(base.hyperparameters, **changes))
-
-
-def score(settings: TrainerSettings, seed: int, **env_options) -> float:
-    """Train built-in Simple with ``env_options``; the mean of its last 5 episode returns."""
-    env = make_env("Simple", seed=seed, **env_options)
-    train_env(env, settings, seed=seed)
-    return float(np.mean(env.episode_returns[-5:]))
 
 
 def gail_ppo(demo: Path, *, use_actions: bool = False, use_vail: bool = False) -> TrainerSettings:
@@ -128,12 +119,13 @@ VISUAL = {"num_visual": 1, "num_vector": 0}
 
 def case_score(case: str, actions: str, seed: int, demo_dir: Path, *, anti: bool = False) -> float:
     """One seed of ``case`` (a key of :data:`CASES`) with ``actions`` (a key of :data:`ACTIONS`),
-    its demo (``anti``: the anti-expert's) recorded in ``demo_dir``."""
+    its demo (``anti``: the anti-expert's) recorded in ``demo_dir``; an expert's run stops once
+    ML-Agents' check (0.9) has held, a control's runs to max_steps."""
     config, visual, step_size = CASES[case]
     continuous, discrete = ACTIONS[actions]
     env_options = {"continuous_size": continuous, "discrete_branches": discrete, **(VISUAL if visual else {})}
     demo = record_simple_demo(demo_dir / f"{case}-{actions}-{seed}.demo", anti=anti, **env_options)
-    return score(config(demo), seed, **env_options, step_size=step_size)
+    return simple_score(config(demo), seed, threshold=None if anti else 0.9, **env_options, step_size=step_size)
 
 
 def learns(case: str, actions: str, demo_dir: Path) -> None:

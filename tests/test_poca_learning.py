@@ -15,11 +15,10 @@ one machine; ``benchmarks/poca_seeds.py`` has the seed tables.
 from __future__ import annotations
 
 import attrs
-import numpy as np
 import pytest
 
 from envs.builtin import make_env
-from tests.support.learning import PPO_TEST_CONFIG, first_or_second_seed, recurrent_ppo_config, train_env
+from tests.support.learning import PPO_TEST_CONFIG, first_or_second_seed, recurrent_ppo_config, simple_score, train_env
 from trainers.settings import POCASettings, TrainerSettings
 
 pytestmark = pytest.mark.slow  # trains policies
@@ -37,16 +36,9 @@ def poca_test_config(**hyperparameters) -> TrainerSettings:
     return attrs.evolve(PPO_TEST_CONFIG, trainer_type="poca", hyperparameters=attrs.evolve(base, **hyperparameters))
 
 
-def score(settings: TrainerSettings, seed: int, **env_options) -> float:
-    """Train built-in Simple with groups and ``env_options``; the mean of the last 5 returns."""
-    env = make_env("Simple", seed=seed, **env_options)
-    train_env(env, settings, seed=seed)
-    return float(np.mean(env.episode_returns[-5:]))
-
-
 def learns(settings: TrainerSettings, **env_options) -> None:
-    """Above 0.9 on the first seed, else the second."""
-    first_or_second_seed(lambda seed: score(settings, seed, **env_options), lambda s: s > 0.9)
+    """Above 0.9 on the first seed, else the second (a run stops once that has held)."""
+    first_or_second_seed(lambda seed: simple_score(settings, seed, threshold=0.9, **env_options), lambda s: s > 0.9)
 
 
 @pytest.mark.parametrize(
@@ -68,7 +60,7 @@ def test_visual_poca(num_visual):
 
 def test_simple_poca_control_without_learning_fails():
     options = {"continuous_size": 0, "discrete_branches": 1, "num_agents": 2}
-    assert score(poca_test_config(learning_rate=0.0), 1, **options) < 0.5
+    assert simple_score(poca_test_config(learning_rate=0.0), 1, **options) < 0.5
 
 
 def recurrent_poca_config(memory: bool = True) -> TrainerSettings:
@@ -90,7 +82,7 @@ def test_recurrent_poca_remembers_on_the_memory_task():
     only at the start) needs the LSTM; the same POCA without memory cannot pass."""
     options = {"continuous_size": 0, "discrete_branches": 1, "memory": True}
     learns(recurrent_poca_config(), **options)
-    assert score(recurrent_poca_config(memory=False), 1, **options) < 0.5
+    assert simple_score(recurrent_poca_config(memory=False), 1, **options) < 0.5
 
 
 def test_recurrent_poca_trains_groups():

@@ -5,7 +5,8 @@ test_visual_advanced_sac) and ``test_hybrid.py`` (test_hybrid_sac) on the built-
 changes), and ML-Agents' example configs on built-in 3DBall and Basic.
 
 A seed passes ML-Agents' check when the mean of its last 5 episode returns exceeds the
-threshold (0.9 unless the test says otherwise); a case passes on its first seed, else its second
+threshold (0.9 unless the test says otherwise); a run stops early once that has held for 1000
+steps (``HOLD_STEPS``); a case passes on its first seed, else its second
 (``first_or_second_seed``: a seed's run differs between CPUs' kernels). Runs are unthreaded
 (ML-Agents' default) and seeded, so each is reproducible on one machine;
 ``benchmarks/learning_seeds.py`` has the longer seed tables.
@@ -16,27 +17,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import attrs
-import numpy as np
 import pytest
 
 from envs.builtin import make_env
-from tests.support.learning import first_or_second_seed, sac_test_config, train_env
+from tests.support.learning import first_or_second_seed, sac_test_config, simple_score, train_env
 from tests.support.paths import MLAGENTS_CONFIGS
 from trainers.settings import EncoderType, TrainerSettings, load_run_options
 
 pytestmark = pytest.mark.slow  # trains policies
 
 
-def score(settings: TrainerSettings, seed: int, **env_options) -> float:
-    """Train built-in Simple with ``env_options``; the mean of its last 5 episode returns."""
-    env = make_env("Simple", seed=seed, **env_options)
-    train_env(env, settings, seed=seed)
-    return float(np.mean(env.episode_returns[-5:]))
-
-
 def learns(settings: TrainerSettings, threshold: float = 0.9, seeds: Sequence[int] = (1, 2), **env_options) -> None:
-    """Above ``threshold`` on the first seed, else the second."""
-    first_or_second_seed(lambda seed: score(settings, seed, **env_options), lambda s: s > threshold, seeds)
+    """Above ``threshold`` on the first seed, else the second (a run stops once that has held)."""
+    first_or_second_seed(
+        lambda seed: simple_score(settings, seed, threshold=threshold, **env_options), lambda s: s > threshold, seeds
+    )
 
 
 @pytest.mark.parametrize("action_sizes", [(0, 1), (1, 0)], ids=["discrete", "continuous"])
@@ -46,7 +41,7 @@ def test_simple_sac(action_sizes):
 
 
 def test_simple_sac_control_without_learning_fails():
-    assert score(sac_test_config(learning_rate=0.0), 1, continuous_size=1) < 0.5
+    assert simple_score(sac_test_config(learning_rate=0.0), 1, continuous_size=1) < 0.5
 
 
 @pytest.mark.parametrize("action_sizes", [(0, 2), (2, 0)], ids=["discrete", "continuous"])

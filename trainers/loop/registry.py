@@ -11,22 +11,24 @@ trainer type name (as written in ``trainer_type:``) to the algorithm class (see
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Mapping
 from importlib import metadata
+from typing import TYPE_CHECKING, Any
 
-import torch
-from mlagents_envs.base_env import BehaviorSpec
-
-from stats import StatsReporter
 from trainers.exceptions import ConfigError, UnknownTrainerTypeError
-from trainers.files.checkpoints import BehaviorCheckpoints
-from trainers.loop.algorithm import AlgorithmFactory
-from trainers.loop.trainer import Trainer
-from trainers.poca.algorithm import POCA
-from trainers.ppo.algorithm import PPO
-from trainers.sac.algorithm import SAC
 from trainers.settings import TrainerSettings, builtin_hyperparameter_types
+
+if TYPE_CHECKING:  # the algorithms and torch load when a trainer is made: a configuration
+    # error found by the CLI (which makes a registry for the hyperparameter types) costs no torch
+    import torch
+    from mlagents_envs.base_env import BehaviorSpec
+
+    from stats import StatsReporter
+    from trainers.files.checkpoints import BehaviorCheckpoints
+    from trainers.loop.algorithm import Algorithm, AlgorithmFactory
+    from trainers.loop.trainer import Trainer
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +40,20 @@ class TrainerPluginError(ConfigError):
 
 
 def builtin_algorithms() -> dict[str, AlgorithmFactory]:
-    """The trainer types agents-learn itself implements."""
-    return {"ppo": PPO, "sac": SAC, "poca": POCA}
+    """The trainer types agents-learn itself implements, each imported when first made."""
+    return {
+        "ppo": _imported_when_made("trainers.ppo.algorithm", "PPO"),
+        "sac": _imported_when_made("trainers.sac.algorithm", "SAC"),
+        "poca": _imported_when_made("trainers.poca.algorithm", "POCA"),
+    }
+
+
+def _imported_when_made(module: str, name: str) -> AlgorithmFactory:
+    def make(**arguments: Any) -> Algorithm:
+        return getattr(importlib.import_module(module), name)(**arguments)
+
+    make.__qualname__ = make.__name__ = name
+    return make
 
 
 class TrainerRegistry:
@@ -93,6 +107,8 @@ class TrainerRegistry:
             seed=seed,
             device=device,
         )
+        from trainers.loop.trainer import Trainer
+
         return Trainer(
             behavior_name=behavior_name,
             settings=settings,

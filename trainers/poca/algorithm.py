@@ -46,6 +46,7 @@ from stats import StatsAggregationMethod, StatsReporter
 from stats.tags import GROUP_CUMULATIVE_REWARD
 from trainers import seeding
 from trainers.exceptions import ConfigError
+from trainers.networks.optimizers import adam
 from trainers.networks.policy import TorchPolicy
 from trainers.networks.sequences import CriticMemories, masked_mean
 from trainers.poca.buffer import POCABatch, POCABuffer
@@ -100,7 +101,7 @@ class POCA:
             generator=seeding.generator(seed, Stream.CRITIC_INIT),
         ).to(self.device)
         parameters = [*self.policy.actor.parameters(), *self.critic.parameters()]
-        self.optimizer = torch.optim.Adam(parameters, lr=hyperparameters.learning_rate, fused=True)
+        self.optimizer = adam(parameters, hyperparameters.learning_rate)
         self.shuffle = seeding.generator(seed, Stream.SHUFFLE)
         memory = settings.network_settings.memory
         self.sequence_length = 1 if memory is None else int(memory.sequence_length)

@@ -33,6 +33,7 @@ from stats import StatsReporter
 from trainers import seeding
 from trainers.exceptions import ConfigError
 from trainers.networks.actor_critic import Critic, ValueHeads
+from trainers.networks.optimizers import adam
 from trainers.networks.policy import TorchPolicy
 from trainers.networks.sequences import CriticMemories, masked_mean
 from trainers.ppo.buffer import PPOBatch, UpdateBuffer
@@ -118,7 +119,7 @@ class PPO:
             )
         self.critic.to(self.device)
         parameters = {id(p): p for p in [*self.policy.actor.parameters(), *self.critic.parameters()]}
-        self.optimizer = torch.optim.Adam(parameters.values(), lr=hyperparameters.learning_rate, fused=True)
+        self.optimizer = adam(parameters.values(), hyperparameters.learning_rate)
         self.shuffle = seeding.generator(seed, Stream.SHUFFLE)
         memory = settings.network_settings.memory
         self.sequence_length = 1 if memory is None else int(memory.sequence_length)

@@ -29,6 +29,7 @@ from torch import Tensor
 
 from trainers import seeding
 from trainers.files.demonstrations import Demonstrations, training_demonstrations
+from trainers.networks.optimizers import adam
 from trainers.networks.policy import TorchPolicy
 from trainers.networks.sequences import masked_mean, sequence_rows
 from trainers.seeding import Stream
@@ -64,7 +65,7 @@ class BehavioralCloning:
         batch = int(settings.batch_size) if settings.batch_size else int(batch_size)
         # sequences per minibatch: a batch of steps, no more than the demonstrations hold
         self.sequences_per_batch = max(min(batch, len(demonstrations)) // self.sequence_length, 1)
-        self.optimizer = torch.optim.Adam(policy.actor.parameters(), lr=self.learning_rate, fused=True)
+        self.optimizer = adam(policy.actor.parameters(), self.learning_rate)
         self._shuffle = seeding.generator(seed, Stream.DEMO_SAMPLING)
         self._noise = seeding.generator(seed, Stream.CLONING_NOISE, policy.device)
 

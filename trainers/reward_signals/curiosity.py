@@ -27,6 +27,7 @@ from torch.nn import functional as F
 from processors.trajectory import Trajectory
 from trainers import seeding
 from trainers.networks.actor_critic import ObservationEncoder, UnsupportedNetworkError, init_dense
+from trainers.networks.optimizers import adam
 from trainers.networks.sequences import masked_mean
 from trainers.reward_signals.base import SignalBatch, trajectory_signal_batch
 from trainers.seeding import Stream
@@ -123,7 +124,7 @@ class CuriosityReward:
         self.strength = float(settings.strength)
         generator = seeding.generator(seed, Stream.REWARD_SIGNAL_INIT)
         self.network = CuriosityNetwork(spec, settings, generator).to(device)
-        self.optimizer = torch.optim.Adam(self.network.parameters(), lr=settings.learning_rate, fused=True)
+        self.optimizer = adam(self.network.parameters(), settings.learning_rate)
         self.has_updated = False
 
     def rewards(self, trajectory: Trajectory) -> np.ndarray:

@@ -37,6 +37,7 @@ from processors.trajectory import Trajectory
 from trainers import seeding
 from trainers.files.demonstrations import Demonstrations, training_demonstrations
 from trainers.networks.actor_critic import ObservationEncoder, UnsupportedNetworkError, init_dense
+from trainers.networks.optimizers import adam
 from trainers.networks.sequences import masked_mean
 from trainers.reward_signals.base import SignalBatch, trajectory_signal_batch
 from trainers.reward_signals.curiosity import flatten_actions
@@ -134,7 +135,7 @@ class GAILReward:
         generator = seeding.generator(seed, Stream.REWARD_SIGNAL_INIT)
         self.discriminator = Discriminator(spec, settings, generator).to(device)
         self.device = next(self.discriminator.parameters()).device
-        self.optimizer = torch.optim.Adam(self.discriminator.parameters(), lr=settings.learning_rate, fused=True)
+        self.optimizer = adam(self.discriminator.parameters(), settings.learning_rate)
         self._sampling = seeding.generator(seed, Stream.DEMO_SAMPLING)
         self._noise = seeding.generator(seed, Stream.SIGNAL_NOISE, self.device)
         self._expert = _ExpertTable(self.demonstrations)

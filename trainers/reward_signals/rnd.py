@@ -21,6 +21,7 @@ from torch import Tensor
 from processors.trajectory import Trajectory
 from trainers import seeding
 from trainers.networks.actor_critic import ObservationEncoder, UnsupportedNetworkError
+from trainers.networks.optimizers import adam
 from trainers.networks.sequences import masked_mean
 from trainers.reward_signals.base import SignalBatch, trajectory_signal_batch
 from trainers.seeding import Stream
@@ -45,7 +46,7 @@ class RNDReward:
         specs, network = spec.observation_specs, settings.network_settings
         self.target = ObservationEncoder(specs, network, generator=generator).requires_grad_(False).to(device)
         self.predictor = ObservationEncoder(specs, network, generator=generator).to(device)
-        self.optimizer = torch.optim.Adam(self.predictor.parameters(), lr=settings.learning_rate, fused=True)
+        self.optimizer = adam(self.predictor.parameters(), settings.learning_rate)
 
     def _errors(self, obs: list[Tensor]) -> Tensor:
         """[B] squared distance of the predictor from the target; normalisers take ``obs`` in."""

@@ -50,6 +50,7 @@ from stats import StatsReporter
 from trainers import seeding
 from trainers.exceptions import ConfigError
 from trainers.networks.actor_critic import Critic
+from trainers.networks.optimizers import adam
 from trainers.networks.policy import TorchPolicy
 from trainers.networks.sequences import CriticMemories
 from trainers.reward_signals.base import EpisodeSignalRewards, signal_tag
@@ -132,7 +133,7 @@ class SAC:
         alphas += [self.discrete_log_alphas] if self.branches else []
         critics = [*self.q1.parameters(), *self.q2.parameters(), *self.value.parameters()]
         trained = [*self._actor_parameters, *critics, *alphas]
-        self.optimizer = torch.optim.Adam(trained, lr=hyperparameters.learning_rate, fused=True)
+        self.optimizer = adam(trained, hyperparameters.learning_rate)
 
         shapes = [tuple(int(s) for s in spec.shape) for spec in specs]
         memory_sizes = (self.policy.memory_size, self.value.memory_size)
