@@ -51,8 +51,13 @@ def environment_parameters(signal: Signal) -> dict[str, float]:
 
 
 def pyramids(signal: Signal, seed: int) -> BaseEnv:
-    """Built-in Pyramids as ``signal``'s config sets it up."""
-    return make_env("Pyramids", seed=seed, env_parameters=environment_parameters(signal))
+    """Built-in Pyramids as ``signal``'s config sets it up (its areas and parameters)."""
+    return make_env(
+        "Pyramids",
+        seed=seed,
+        num_areas=options(signal).env_settings.num_areas,
+        env_parameters=environment_parameters(signal),
+    )
 
 
 def steps_to_goal(curve: list[tuple[int, float]]) -> int | None:
