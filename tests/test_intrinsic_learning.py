@@ -2,15 +2,15 @@
 Pyramids as config/ppo/Pyramids.yaml (curiosity) and config/ppo/PyramidsRND.yaml (RND) set it
 up (2 rooms, max_step 80, one-hot state: the only reward, +2, behind a switch in the far room;
 4 areas), against the control: the same config without its intrinsic signal (both configs share
-it). Measured on seeds 1-3, the first summary above 1.5 (one area, 2.3x slower per step, in
-brackets: benchmarks/learning_seeds_sparse.json):
+it). Measured on seeds 1-3 (benchmarks/learning_seeds_sparse.json), the first summary above 1.5
+(in brackets: one area, as the configs had it before, 2.3x slower per step):
 
 =========  ===========  ===========  ===========  ====================================
 seed       1            2            3
 =========  ===========  ===========  ===========  ====================================
 curiosity  100k (120k)  130k (130k)  150k (140k)
 RND        90k (70k)    80k (120k)   60k (70k)    strength 0.05; ML-Agents' 0.01 misses
-control    none         none         none         -0.08 at every summary to 140k
+control    none         none         none         -0.08 at every summary to 200k
 =========  ===========  ===========  ===========  ====================================
 
 Random play reaches the goal in 0 of 100,000 episodes. Each signal passes on seed 1, else seed 2
