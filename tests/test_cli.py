@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.imports import imported_modules, run_cli_timing_imports
 from tests.support.learning import first_or_second_seed
 
 REPO = Path(__file__).resolve().parents[1]
@@ -220,15 +221,9 @@ def test_a_configuration_error_is_reported_before_torch_is_imported(tmp_path):
     """Reading and checking the YAML needs no torch (about 2-5 s to import): a typo is reported
     at once."""
     (tmp_path / "typo.yaml").write_text("behaviors:\n  Basic:\n    hyperparameters:\n      batchsize: 32\n")
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "orchestration.cli", "typo.yaml"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_cli_timing_imports(tmp_path, "typo.yaml")
     assert result.returncode == 1 and "batchsize" in result.stderr
-    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line]
+    imported = imported_modules(result.stderr)
     assert "trainers.settings" in imported and "torch" not in imported
 
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 import yaml
 
+from tests.support.imports import imported_modules, run_cli_timing_imports
 from trainers.networks.optimizers import adam
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,9 +85,8 @@ def test_a_training_run_never_imports_the_compiler(tmp_path, trainer_type):
     }
     path = tmp_path / "basic.yaml"
     path.write_text(yaml.safe_dump(config))
-    command = [sys.executable, "-X", "importtime", "-m", "orchestration.cli", str(path), "--env", "builtin:Basic"]
-    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    result = run_cli_timing_imports(tmp_path, str(path), "--env", "builtin:Basic")
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "results/ppo/Basic.onnx").exists()
-    imported = [line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if "|" in line]
+    imported = imported_modules(result.stderr)
     assert "torch" in imported and not [name for name in imported if name.startswith("torch._dynamo")]
