@@ -9,10 +9,13 @@ Per workload and device: ``gradient_steps_per_s`` (minibatch updates of the algo
 sample) and ``training_us_per_sample`` (what ``auto`` measures: trajectory processing and
 updates per training sample, trainers.loop.device_choice). Prints one JSON object. Needs no GPU: on
 a machine without one it reports the CPU alone.
+
+    python benchmarks/devices.py [--workload sac_walker_sized ...]
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import time
@@ -132,6 +135,9 @@ def gradient_steps_per_s(factory: Any, spec: BehaviorSpec, settings: TrainerSett
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workload", action="append", help="workloads to measure (default: all four)")
+    args = parser.parse_args()
     torch.set_num_threads(1)
     devices = candidate_devices()
     results: dict[str, object] = {
@@ -141,6 +147,8 @@ def main() -> None:
         "workloads": {},
     }
     for name, (factory, spec, behavior) in workloads().items():
+        if args.workload and name not in args.workload:
+            continue
         timing = training_timing(factory, behavior_name=name, spec=spec, settings=behavior, seed=0)
         per_device = {}
         for device in devices:

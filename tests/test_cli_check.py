@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 import yaml
 
 from stats import STATS_WRITER_GROUP
@@ -23,8 +24,9 @@ def test_a_valid_configuration_prints_what_would_run_and_writes_nothing(tmp_path
     config = REPO / "config/ppo/3DBall.yaml"
     result = run_cli(tmp_path, str(config), "--check", "--run-id=ball", "--num-areas", "3", "--seed", "7")
     assert result.returncode == 0, result.stderr
+    device = "auto" if torch.cuda.is_available() else "cpu"  # auto: each behavior measures where it trains
     assert result.stderr.strip().endswith(
-        "agents-learn: configuration OK: 3DBall in builtin:3DBall on cpu; nothing was written"
+        f"agents-learn: configuration OK: 3DBall in builtin:3DBall on {device}; nothing was written"
     )
     printed = tmp_path / "printed.yaml"
     printed.write_text(result.stdout)

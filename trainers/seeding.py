@@ -10,9 +10,12 @@ from the run seed and the stream through numpy's ``SeedSequence`` hashing instea
 from __future__ import annotations
 
 import enum
+import logging
 
 import numpy as np
 import torch
+
+logger = logging.getLogger(__name__)
 
 
 class Stream(enum.IntEnum):
@@ -49,3 +52,14 @@ def team_seed(seed: int, team: int) -> int:
 def generator(seed: int, stream: Stream, device: str | torch.device = "cpu") -> torch.Generator:
     """A ``torch.Generator`` on ``device`` seeded for ``stream`` of ``seed``."""
     return torch.Generator(device=device).manual_seed(stream_seed(seed, stream))
+
+
+def restore(generator: torch.Generator, state: torch.Tensor, what: str) -> None:
+    """Continue ``generator`` from its saved ``state``. A state saved by a generator of the other
+    kind (a run trained on a GPU resumed on the CPU, or back: CUDA's Philox state is 16 bytes, the
+    CPU's Mersenne Twister 5056) cannot continue it: the stream restarts from its seed, and says so."""
+    if state.numel() == generator.get_state().numel():
+        generator.set_state(state)
+        return
+    logger.info("%s was saved on another device: its random stream restarts from its seed", what)
+    generator.manual_seed(generator.initial_seed())

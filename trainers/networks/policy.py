@@ -8,7 +8,8 @@ sampled action; nothing global (torch's default RNG, thread counts) is touched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
@@ -99,6 +100,17 @@ class TorchPolicy:
         self.actor.to(self.device).eval()
         self.memory_size = self.actor.memory_size
         self._generator = seeding.generator(self.seed, Stream.POLICY_SAMPLING, self.device)
+
+    @contextlib.contextmanager
+    def training(self) -> Iterator[None]:
+        """The actor in training mode while an update differentiates it (cuDNN's LSTM has no
+        backward in eval mode; nothing else differs, the networks have no dropout or batch
+        norm), and in eval mode again after."""
+        self.actor.train()
+        try:
+            yield
+        finally:
+            self.actor.eval()
 
     def inference_copy(self, *, seed: int, device: str | torch.device = "cpu") -> TorchPolicy:
         """A policy of the same kind with this one's current weights, acting from its own

@@ -278,22 +278,21 @@ class POCA:
         value_losses: list[torch.Tensor] = []
         baseline_losses: list[torch.Tensor] = []
         signal_stats: dict[str, list[float]] = {}
-        self.policy.actor.train()
-        for rows in minibatches(
-            len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
-        ):
-            minibatch = batch.take(rows)
-            policy_loss, value_loss, baseline_loss, loss = self.losses(minibatch, beta, epsilon)
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            self.optimizer.step()
-            policy_losses.append(policy_loss.detach())
-            value_losses.append(value_loss.detach())
-            baseline_losses.append(baseline_loss.detach())
-            for signal in self._training_signals:  # on the same minibatch, as ML-Agents
-                for tag, value in signal.update(minibatch.agent.signal_batch()).items():
-                    signal_stats.setdefault(tag, []).append(value)
-        self.policy.actor.eval()
+        with self.policy.training():
+            for rows in minibatches(
+                len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
+            ):
+                minibatch = batch.take(rows)
+                policy_loss, value_loss, baseline_loss, loss = self.losses(minibatch, beta, epsilon)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                self.optimizer.step()
+                policy_losses.append(policy_loss.detach())
+                value_losses.append(value_loss.detach())
+                baseline_losses.append(baseline_loss.detach())
+                for signal in self._training_signals:  # on the same minibatch, as ML-Agents
+                    for tag, value in signal.update(minibatch.agent.signal_batch()).items():
+                        signal_stats.setdefault(tag, []).append(value)
         self.buffer.clear()
         stats = {
             "Losses/Policy Loss": float(torch.stack(policy_losses).abs().mean()),

@@ -187,18 +187,17 @@ class PPO:
         hp = self.hyperparameters
         policy_losses, value_losses = [], []
         signal_stats: dict[str, list[float]] = {}
-        self.policy.actor.train()
-        for rows in minibatches(
-            len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
-        ):
-            minibatch = batch.take(rows)
-            policy_loss, value_loss = self._minibatch_step(minibatch, beta, epsilon)
-            policy_losses.append(policy_loss)
-            value_losses.append(value_loss)
-            for signal in self._training_signals:  # on the same minibatch, as ML-Agents
-                for tag, value in signal.update(minibatch.signal_batch()).items():
-                    signal_stats.setdefault(tag, []).append(value)
-        self.policy.actor.eval()
+        with self.policy.training():
+            for rows in minibatches(
+                len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
+            ):
+                minibatch = batch.take(rows)
+                policy_loss, value_loss = self._minibatch_step(minibatch, beta, epsilon)
+                policy_losses.append(policy_loss)
+                value_losses.append(value_loss)
+                for signal in self._training_signals:  # on the same minibatch, as ML-Agents
+                    for tag, value in signal.update(minibatch.signal_batch()).items():
+                        signal_stats.setdefault(tag, []).append(value)
         self.buffer.clear()
         stats = {
             # the magnitude per minibatch, as ML-Agents reports it (so curves compare across trainers)

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from trainers import seeding
 from trainers.networks.policy import TorchPolicy
 from trainers.networks.sequences import sequence_rows
 from trainers.reward_signals.base import RewardSignal
@@ -92,6 +93,6 @@ def load_checkpoint_state(learner: OnPolicyLearner, state: Mapping[str, Any], *,
         signal.load(state.get("reward_signals", {}).get(signal.name, {}))
     if not weights_only:
         learner.optimizer.load_state_dict(state["optimizer"])
-        learner.shuffle.set_state(state["shuffle_rng"])
+        seeding.restore(learner.shuffle, state["shuffle_rng"], "shuffle_rng")
         if learner.cloning is not None and "behavioral_cloning" in state:
             learner.cloning.load(state["behavioral_cloning"])

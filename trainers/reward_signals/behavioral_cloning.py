@@ -85,17 +85,16 @@ class BehavioralCloning:
             group["lr"] = self.learning_rate
         per, length = self.sequences_per_batch, self.sequence_length
         losses = []
-        self.policy.actor.train()
-        for _ in range(self.num_epoch):
-            order = torch.randperm(self._demos.sequences, generator=self._shuffle).to(self.policy.device)
-            for i in range(self.minibatches_per_epoch()):
-                rows = sequence_rows(order[i * per : (i + 1) * per] * length, length)
-                loss = self.loss(rows)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                self.optimizer.step()
-                losses.append(loss.detach())
-        self.policy.actor.eval()
+        with self.policy.training():
+            for _ in range(self.num_epoch):
+                order = torch.randperm(self._demos.sequences, generator=self._shuffle).to(self.policy.device)
+                for i in range(self.minibatches_per_epoch()):
+                    rows = sequence_rows(order[i * per : (i + 1) * per] * length, length)
+                    loss = self.loss(rows)
+                    self.optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    self.optimizer.step()
+                    losses.append(loss.detach())
         steps = int(self.settings.steps)
         schedule = ScheduleType.LINEAR if steps > 0 else ScheduleType.CONSTANT
         self.learning_rate = decayed_value(schedule, self.initial_learning_rate, MIN_LEARNING_RATE, step, steps)
@@ -130,7 +129,7 @@ class BehavioralCloning:
     def load(self, state: Mapping[str, Any]) -> None:
         self.optimizer.load_state_dict(state["optimizer"])
         self.learning_rate = float(state["learning_rate"])
-        self._shuffle.set_state(state["shuffle_rng"])
+        seeding.restore(self._shuffle, state["shuffle_rng"], "behavioral cloning's shuffle_rng")
 
 
 def behavioral_cloning_for(

@@ -229,8 +229,8 @@ class GAILReward:
             return
         self.discriminator.load_state_dict(state["discriminator"], strict=True)
         self.optimizer.load_state_dict(state["optimizer"])
-        self._sampling.set_state(state["sampling_rng"])
-        self._noise.set_state(state["noise_rng"])
+        seeding.restore(self._sampling, state["sampling_rng"], "GAIL's sampling_rng")
+        seeding.restore(self._noise, state["noise_rng"], "GAIL's noise_rng")
 
 
 class _ExpertTable:

@@ -67,6 +67,7 @@ logger = logging.getLogger(__name__)
 
 # Floor of the linear learning-rate schedule, as ML-Agents decays it.
 MIN_LEARNING_RATE = 1e-10
+REPLAY_GPU_SHARE = 0.5  # of the GPU memory free when the buffer is made, at most, for a replay buffer kept there
 
 
 class SACLosses(NamedTuple):
@@ -132,13 +133,20 @@ class SAC:
         alphas = [self.continuous_log_alpha] if self.continuous_size else []
         alphas += [self.discrete_log_alphas] if self.branches else []
         critics = [*self.q1.parameters(), *self.q2.parameters(), *self.value.parameters()]
-        trained = [*self._actor_parameters, *critics, *alphas]
+        self._critic_parameters = [*critics, *alphas]
+        trained = [*self._actor_parameters, *self._critic_parameters]
         self.optimizer = adam(trained, hyperparameters.learning_rate)
 
         shapes = [tuple(int(s) for s in spec.shape) for spec in specs]
         memory_sizes = (self.policy.memory_size, self.value.memory_size)
-        _check_replay_memory(
-            behavior_name, hyperparameters.buffer_size, shapes, self.continuous_size, self.branches, memory_sizes
+        replay_device = _replay_device(
+            behavior_name,
+            hyperparameters.buffer_size,
+            shapes,
+            self.continuous_size,
+            self.branches,
+            memory_sizes,
+            self.device,
         )
         memory = network.memory
         self.sequence_length = 1 if memory is None else int(memory.sequence_length)
@@ -150,6 +158,7 @@ class SAC:
             len(self.reward_signals),
             sequence_length=self.sequence_length,
             memory_sizes=memory_sizes,
+            device=replay_device,
         )
         self._value_memories = CriticMemories(self.value.memory_size, self.sequence_length, self.device)
         self._sampling = seeding.generator(seed, Stream.REPLAY_SAMPLING)
@@ -229,7 +238,8 @@ class SAC:
         extra: dict[str, list[float]] = {}
         for _ in range(self.updates_due()):
             batch = self._rewarded(self.replay.sample(self.hyperparameters.batch_size, self._sampling).to(self.device))
-            losses.append(self._gradient_step(batch))
+            with self.policy.training():
+                losses.append(self._gradient_step(batch))
             self.update_steps += 1
             if self.cloning is not None:
                 for tag, value in self.cloning.update(step).items():
@@ -275,10 +285,10 @@ class SAC:
         self.optimizer.zero_grad(set_to_none=True)
         # The policy's gradient on its own (Q1 is differentiated only in the action), the
         # other losses' together: each reaches only its own parameters, as in ML-Agents.
-        policy_gradients = torch.autograd.grad(losses.policy, self._actor_parameters, allow_unused=True)
-        (losses.q1 + losses.q2 + losses.value + losses.entropy_coefficient).backward()
-        for parameter, gradient in zip(self._actor_parameters, policy_gradients):
-            parameter.grad = gradient
+        # (backward with inputs, not autograd.grad: gradients then take their parameter's
+        # strides, which CUDA's fused Adam requires of a convolution's weights.)
+        losses.policy.backward(inputs=self._actor_parameters)
+        (losses.q1 + losses.q2 + losses.value + losses.entropy_coefficient).backward(inputs=self._critic_parameters)
         self.optimizer.step()
         self.soft_update_target()
         return torch.stack([losses.policy, losses.value, losses.q1, losses.q2]).detach()
@@ -397,8 +407,8 @@ class SAC:
             signal.load(state.get("reward_signals", {}).get(signal.name, {}))
         if not weights_only:
             self.optimizer.load_state_dict(state["optimizer"])
-            self._sampling.set_state(state["sampling_rng"])
-            self._noise.set_state(state["noise_rng"])
+            seeding.restore(self._sampling, state["sampling_rng"], "SAC's sampling_rng")
+            seeding.restore(self._noise, state["noise_rng"], "SAC's noise_rng")
             counters = state["sac_counters"]
             self.steps, self.update_steps = int(counters["steps"]), int(counters["update_steps"])
             # older checkpoints: assume the signals kept their ratio, as ML-Agents does on resume
@@ -428,16 +438,19 @@ def _physical_memory_bytes() -> int | None:
         return None
 
 
-def _check_replay_memory(
+def _replay_device(
     behavior_name: str,
     capacity: int,
     shapes: list[tuple[int, ...]],
     continuous_size: int,
     branches: tuple[int, ...],
     memory_sizes: tuple[int, int],
-) -> None:
-    """Refuse a replay buffer that cannot fit in this machine's memory (before it fills up and
-    the run dies hours in); log what it will take."""
+    device: torch.device,
+) -> torch.device:
+    """Where the replay buffer lives: on the training GPU when it takes at most
+    :data:`REPLAY_GPU_SHARE` of the memory free there (no copy per gradient step), else in this
+    machine's memory. Refuses one that cannot fit in this machine's memory (before it fills up
+    and the run dies hours in); logs what it will take, and where."""
     need = capacity * transition_bytes(shapes, continuous_size, branches, 1, memory_sizes)
     total = _physical_memory_bytes()
     if total is not None and need > total:
@@ -446,9 +459,14 @@ def _check_replay_memory(
             f"observations {shapes} take at least {need / 2**30:.1f} GiB, more than this machine's "
             f"{total / 2**30:.1f} GiB of memory; lower buffer_size"
         )
+    where = torch.device("cpu")
+    if device.type == "cuda" and need <= REPLAY_GPU_SHARE * torch.cuda.mem_get_info(device)[0]:
+        where = device
     logger.info(
-        "%s: the replay buffer holds up to %d transitions, at least %.1f MiB when full",
+        "%s: the replay buffer holds up to %d transitions, at least %.1f MiB when full, on %s",
         behavior_name,
         capacity,
         need / 2**20,
+        where,
     )
+    return where

@@ -7,7 +7,9 @@ one slice assignment per field (two where it wraps around the end); a minibatch 
 ``torch.Generator``. Nothing is done per transition in Python.
 
 Storage is allocated with ``torch.empty``, so memory is committed as the ring fills, not up
-front. The oldest transitions are overwritten once the ring is full, so it always holds the
+front. It lives on the device the buffer is given (SAC's training device where it fits there):
+a minibatch is then gathered where it is trained on, its row indices (drawn on the CPU, so
+every device draws the same) the only copy, without waiting for the GPU. The oldest transitions are overwritten once the ring is full, so it always holds the
 ``capacity`` most recent ones (ML-Agents instead cuts its list back to 80% of
 ``buffer_size`` whenever it overflows, so it holds between 80% and 100%).
 
@@ -106,18 +108,22 @@ class TransitionColumns:
         discrete_branches: Sequence[int],
         streams: int,
         memory_sizes: tuple[int, int] = (0, 0),
+        device: torch.device | str = "cpu",
     ) -> TransitionColumns:
         # torch.empty: the memory is only committed as rows are written (a 2M-transition buffer
         # costs nothing until it fills); rows at or past the buffer's length are never read.
+        def empty(*shape: int, dtype: torch.dtype = torch.float32) -> Tensor:
+            return torch.empty(shape, dtype=dtype, device=device)
+
         return TransitionColumns(
-            action_masks=torch.empty((capacity, int(sum(discrete_branches))), dtype=torch.bool),
-            continuous_actions=torch.empty((capacity, continuous_size)),
-            discrete_actions=torch.empty((capacity, len(discrete_branches)), dtype=torch.int64),
-            rewards=torch.empty((capacity, streams)),
-            dones=torch.empty(capacity),
-            loss_masks=torch.empty(capacity, dtype=torch.bool),
-            memories=torch.empty((capacity, memory_sizes[0])),
-            critic_memories=torch.empty((capacity, memory_sizes[1])),
+            action_masks=empty(capacity, int(sum(discrete_branches)), dtype=torch.bool),
+            continuous_actions=empty(capacity, continuous_size),
+            discrete_actions=empty(capacity, len(discrete_branches), dtype=torch.int64),
+            rewards=empty(capacity, streams),
+            dones=empty(capacity),
+            loss_masks=empty(capacity, dtype=torch.bool),
+            memories=empty(capacity, memory_sizes[0]),
+            critic_memories=empty(capacity, memory_sizes[1]),
         )
 
     @staticmethod
@@ -183,6 +189,7 @@ class ReplayBuffer:
 
     ``streams``: reward signals (columns of ``rewards``). ``sequence_length`` and
     ``memory_sizes`` (actor, value network): the recurrent layout of the module docstring.
+    ``device``: where the transitions are stored and minibatches gathered.
     """
 
     def __init__(
@@ -195,6 +202,7 @@ class ReplayBuffer:
         *,
         sequence_length: int = 1,
         memory_sizes: tuple[int, int] = (0, 0),
+        device: torch.device | str = "cpu",
     ) -> None:
         if capacity < 1:
             raise ValueError(f"a replay buffer needs room for at least one transition, got capacity {capacity}")
@@ -205,7 +213,10 @@ class ReplayBuffer:
         self._obs_shapes = [tuple(int(s) for s in shape) for shape in obs_shapes]
         self._obs: list[Tensor | None] = [None] * len(self._obs_shapes)
         self._next_obs: list[Tensor | None] = [None] * len(self._obs_shapes)
-        self._columns = TransitionColumns.empty(capacity, continuous_size, discrete_branches, streams, memory_sizes)
+        self.device = torch.device(device)
+        self._columns = TransitionColumns.empty(
+            capacity, continuous_size, discrete_branches, streams, memory_sizes, self.device
+        )
         self._size = 0
         self._next = 0  # the row the next transition goes to
 
@@ -258,14 +269,15 @@ class ReplayBuffer:
         stored = storage[i]
         if stored is None:
             dtype = torch.uint8 if sample.dtype == np.uint8 else torch.float32
-            stored = storage[i] = torch.empty((self.capacity, *self._obs_shapes[i]), dtype=dtype)
+            stored = storage[i] = torch.empty((self.capacity, *self._obs_shapes[i]), dtype=dtype, device=self.device)
         return stored
 
     # ------------------------------------------------------------------ sampling
 
     def sample(self, batch_size: int, generator: torch.Generator) -> ReplayBatch:
-        """``batch_size`` transitions drawn uniformly with replacement (on the CPU); recurrent:
-        ``max(batch_size // L, 1)`` whole sequences, so drawn."""
+        """``batch_size`` transitions drawn uniformly with replacement (the rows drawn on the
+        CPU, gathered on the buffer's device); recurrent: ``max(batch_size // L, 1)`` whole
+        sequences, so drawn."""
         if self._size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         # rows 0 .. size-1 are filled (until the ring is full, then all of them are)
@@ -275,6 +287,7 @@ class ReplayBuffer:
             rows = sequence_rows(starts * length, length)
         else:
             rows = torch.randint(self._size, (batch_size,), generator=generator)
+        rows = rows.to(self.device, non_blocking=True)  # from pageable memory: staged at once, no wait
         columns = self._columns.take(rows)
         return ReplayBatch(
             obs=tuple(o.index_select(0, rows) for o in self._obs if o is not None),
@@ -296,9 +309,9 @@ class ReplayBuffer:
         of the same capacity restored from it draws the very same minibatches."""
         rows = slice(0, self._size)
         state: dict[str, Any] = {"capacity": self.capacity, "size": self._size, "next": self._next}
-        state.update(self._columns.take(rows).named())
-        state["obs"] = [o[rows].clone() for o in self._obs if o is not None]
-        state["next_obs"] = [o[rows].clone() for o in self._next_obs if o is not None]
+        state.update((name, column.cpu()) for name, column in self._columns.take(rows).named())
+        state["obs"] = [o[rows].to("cpu", copy=True) for o in self._obs if o is not None]
+        state["next_obs"] = [o[rows].to("cpu", copy=True) for o in self._next_obs if o is not None]
         return state
 
     def load(self, state: Mapping[str, Any]) -> None:
