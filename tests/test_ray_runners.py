@@ -118,6 +118,9 @@ print("no ray")
 # ---------------------------------------------------------------- on a simulated cluster
 
 
+HEAD_CPUS, WORKER_CPUS = 2, 1
+
+
 @pytest.fixture(scope="module")
 def two_nodes():
     """A head (2 CPUs: room to re-place a lost node's runner) and a second node (1 CPU) on this
@@ -128,9 +131,9 @@ def two_nodes():
     common = {"object_store_memory": 80 * 1024**2}
     # a lost node is declared dead within about a second (Ray's default takes tens)
     fast_health = {"health_check_period_ms": 200, "health_check_failure_threshold": 3}
-    head = {"num_cpus": 2, "include_dashboard": False, "_system_config": fast_health, **common}
+    head = {"num_cpus": HEAD_CPUS, "include_dashboard": False, "_system_config": fast_health, **common}
     cluster = Cluster(initialize_head=True, head_node_args=head)
-    worker = cluster.add_node(num_cpus=1, **common)
+    worker = cluster.add_node(num_cpus=WORKER_CPUS, **common)
     ray.init(address=cluster.address, log_to_driver=False)
     yield cluster, worker
     ray.shutdown()
@@ -138,12 +141,18 @@ def two_nodes():
 
 
 def all_cpus_free(timeout: float = 30.0) -> None:
-    """Wait until the actors of earlier runs have given their CPUs back (a kill frees them
-    asynchronously), so that SPREAD has both nodes to place runners on."""
+    """Wait until both nodes' CPUs are known to the cluster (a node's resources reach the head a
+    moment after it joins: on two busy cores, SPREAD once placed both runners on the head) and the
+    actors of earlier runs have given theirs back (a kill frees them asynchronously), so that
+    SPREAD has both nodes to place runners on."""
     import ray
 
     deadline = time.monotonic() + timeout
-    while ray.available_resources().get("CPU", 0.0) < ray.cluster_resources().get("CPU", 0.0):
+    while (
+        not ray.available_resources().get("CPU", 0.0)
+        == ray.cluster_resources().get("CPU", 0.0)
+        == HEAD_CPUS + WORKER_CPUS
+    ):
         assert time.monotonic() < deadline, (ray.available_resources(), ray.cluster_resources())
         time.sleep(0.1)
 
