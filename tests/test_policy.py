@@ -236,3 +236,16 @@ def test_wrong_observations_are_named():
         policy.act([np.zeros((1, 4), np.float32)], None, np.arange(1))
     with pytest.raises(ValueError, match=r"observation 1: expected shape \[N, 3\]"):
         policy.act([np.zeros((1, 4), np.float32), np.zeros((1, 4), np.float32)], None, np.arange(1))
+
+
+def test_an_update_trains_in_training_mode_and_the_policy_acts_in_eval_mode():
+    """cuDNN differentiates an LSTM only in training mode; nested (behavioral cloning's update
+    inside SAC's gradient steps) the outer update keeps training mode."""
+    spec = BehaviorSpec([vector_spec(3)], ActionSpec(1, ()))
+    policy = TorchPolicy(spec, NetworkSettings(memory=MemorySettings(memory_size=8, sequence_length=2)), seed=1)
+    assert not policy.actor.training
+    with policy.training():
+        with policy.training():
+            assert policy.actor.training
+        assert policy.actor.training
+    assert not policy.actor.training

@@ -105,12 +105,14 @@ class TorchPolicy:
     def training(self) -> Iterator[None]:
         """The actor in training mode while an update differentiates it (cuDNN's LSTM has no
         backward in eval mode; nothing else differs, the networks have no dropout or batch
-        norm), and in eval mode again after."""
+        norm), and in the mode it was in after (eval, to act; nested, as behavioral cloning's
+        update inside SAC's loop, still training)."""
+        was_training = self.actor.training
         self.actor.train()
         try:
             yield
         finally:
-            self.actor.eval()
+            self.actor.train(was_training)
 
     def inference_copy(self, *, seed: int, device: str | torch.device = "cpu") -> TorchPolicy:
         """A policy of the same kind with this one's current weights, acting from its own

@@ -236,14 +236,14 @@ class SAC:
             group["lr"] = learning_rate
         losses = []
         extra: dict[str, list[float]] = {}
-        for _ in range(self.updates_due()):
-            batch = self._rewarded(self.replay.sample(self.hyperparameters.batch_size, self._sampling).to(self.device))
-            with self.policy.training():
-                losses.append(self._gradient_step(batch))
-            self.update_steps += 1
-            if self.cloning is not None:
-                for tag, value in self.cloning.update(step).items():
-                    extra.setdefault(tag, []).append(value)
+        with self.policy.training():
+            for _ in range(self.updates_due()):
+                sample = self.replay.sample(self.hyperparameters.batch_size, self._sampling)
+                losses.append(self._gradient_step(self._rewarded(sample.to(self.device))))
+                self.update_steps += 1
+                if self.cloning is not None:
+                    for tag, value in self.cloning.update(step).items():
+                        extra.setdefault(tag, []).append(value)
         for _ in range(self.signal_updates_due()):
             for _, signal in self._trained_signals:
                 batch = self.replay.sample(self.hyperparameters.batch_size, self._sampling).to(self.device)
