@@ -122,6 +122,7 @@ class TrainerController:
         self.managers: dict[str, list[AgentManager]] = {}
         self._inference_steps: dict[str, int] = {}
         self._inference_next_summary: dict[str, int] = {}
+        self._inference_returns: dict[str, list[float]] = {}  # --inference: every finished episode's
         self._env_manager: StepSource | None = None
         self._perf_windows: dict[str, _PerfWindow] = {}
 
@@ -144,6 +145,8 @@ class TrainerController:
         curriculum = self.curriculum
         if curriculum is not None and curriculum.watches(name):
             manager.episode_reward_listeners.append(lambda rewards: curriculum.add_episode_rewards(name, rewards))
+        if self.inference:
+            manager.episode_reward_listeners.append(self._inference_returns.setdefault(name, []).extend)
         if isinstance(trainer, GhostTrainer):
             trainer.add_team(behavior_id, manager)
         else:
@@ -326,7 +329,9 @@ class TrainerController:
             try:
                 env_manager.close()
             finally:
-                if not self.inference:
+                if self.inference:
+                    self._report_inference_returns()
+                else:
                     saved = self.save_all()
         self._raise_first_failure()
         return RunOutcome(interrupted, {n: t.step for n, t in self.trainers.items()}, tuple(saved))
@@ -358,6 +363,17 @@ class TrainerController:
             if path is not None:
                 saved.append(str(path))
         return saved
+
+    def _report_inference_returns(self) -> None:
+        """--inference: each behavior's mean return over the episodes it finished (how well the
+        saved policy plays, the figure a Gymnasium user compares with published ones)."""
+        for name in self.trainers:
+            returns = self._inference_returns.get(name, [])
+            if returns:
+                mean = sum(returns) / len(returns)
+                logger.info("%s: mean return %.3f over %d episodes (--inference)", name, mean, len(returns))
+            else:
+                logger.info("%s: no episode finished (--inference)", name)
 
     def _drain_inference(self) -> None:
         for name, managers in self.managers.items():

@@ -4,6 +4,8 @@ the recurrent policy and writes nothing, and the exported model carries the memo
 
 from __future__ import annotations
 
+import re
+
 import attrs
 import onnx
 import pytest
@@ -32,7 +34,7 @@ def options_for(tmp_path, max_steps: int, **checkpoint_changes):
     )
 
 
-def test_train_resume_and_inference_with_memory(tmp_path):
+def test_train_resume_and_inference_with_memory(tmp_path, caplog):
     outcome = train(options_for(tmp_path, 2_000), console=False)
     folder = tmp_path / "hallway" / "Hallway"
     checkpoint = load_state(folder / "checkpoint.pt")
@@ -50,6 +52,9 @@ def test_train_resume_and_inference_with_memory(tmp_path):
 
     files_before = sorted(p.name for p in folder.iterdir() if not p.name.startswith("events.out"))
     watcher = StopAfterSummaries(2)
-    train(options_for(tmp_path, 3_000, inference=True), console=False, writers=[watcher], stop=watcher.stop)
+    with caplog.at_level("INFO"):
+        train(options_for(tmp_path, 3_000, inference=True), console=False, writers=[watcher], stop=watcher.stop)
     assert watcher.steps[0] > after["step"]  # acting on from the checkpoint's step
+    said = re.search(r"Hallway: mean return (-?[0-9.]+) over ([0-9]+) episodes \(--inference\)", caplog.text)
+    assert said is not None and int(said[2]) > 0 and -1.0 <= float(said[1]) <= 1.0, caplog.text[-2000:]
     assert sorted(p.name for p in folder.iterdir() if not p.name.startswith("events.out")) == files_before
