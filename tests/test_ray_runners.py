@@ -299,3 +299,33 @@ def test_a_lost_node_is_reported_and_its_runner_placed_again(tmp_path, two_nodes
     assert run.env_manager.restart_count >= 1
     assert outcome.steps["3DBall"] >= 40_000
     assert "was lost from the cluster" in caplog.text and "Restarting env runner[" in caplog.text
+
+
+@pytest.mark.slow
+def test_a_gymnasium_environment_trains_on_ray_runners(tmp_path, two_nodes, caplog):
+    """gymnasium:CartPole-v1 with config/gymnasium/ppo/CartPole.yaml on two Ray runners, each
+    stepping its 8 copies as one behavior: whole episodes reach the stats, the run ends at
+    max_steps with its model."""
+    from trainers.settings import load_run_options
+
+    cluster, _ = two_nodes
+    options = load_run_options("config/gymnasium/ppo/CartPole.yaml")
+    settings = attrs.evolve(options.behavior_settings("CartPole-v1"), max_steps=3_000, summary_freq=1_000)
+    options = attrs.evolve(
+        options,
+        behaviors={"CartPole-v1": settings},
+        env_settings=attrs.evolve(
+            options.env_settings, seed=1, num_envs=2, ray_address=cluster.address, timeout_wait=20
+        ),
+        checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=str(tmp_path), run_id="gym"),
+    )
+    log = RewardLog()
+    all_cpus_free()
+    run = build_run(options, writers=[log], console=False)
+    with caplog.at_level("INFO"):
+        outcome = run.run()
+    assert "Env runner[0] (generation 0) steps" in caplog.text and "Env runner[1] (generation 0) steps" in caplog.text
+    assert run.env_manager.restart_count == 0
+    assert outcome.steps["CartPole-v1"] >= 3_000 and not outcome.interrupted
+    assert (tmp_path / "gym" / "CartPole-v1.onnx").exists()
+    assert len(log.curve) == 3 and all(8 <= reward <= 500 for _, reward in log.curve), log.curve  # whole episodes
