@@ -26,11 +26,11 @@ from orchestration.curriculum import Curriculum, lesson_tag
 from orchestration.env_manager import BehaviorRuntime, StepSource
 from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
 from stats import PerfMark, PerfStats, StatsHub, StatsProperty, StatsReporter, Timers, timed_method
-from stats.tags import STEP
 from stats.timer_names import ADVANCE, RESET_ENV, SAVE_MODELS, START_LEARNING
 from trainers.files.checkpoints import BehaviorCheckpoints, TrainingStatus
 from trainers.loop.device_choice import AUTO, DEVICE_KEY, Timing, candidate_devices, choose_device, training_timing
 from trainers.loop.ghost import GhostController, GhostTrainer
+from trainers.loop.inference import InferenceTrainer
 from trainers.loop.registry import TrainerRegistry
 from trainers.loop.trainer import Trainer, TrainerThread
 from trainers.seeding import team_seed
@@ -115,14 +115,11 @@ class TrainerController:
         self.curriculum = curriculum
         self.started = False
         self._trainer_stop = threading.Event()
-        self.trainers: dict[str, Trainer | GhostTrainer] = {}
+        self.trainers: dict[str, Trainer | GhostTrainer | InferenceTrainer] = {}
         self.ghost_controller = GhostController()
         self.threads: dict[str, TrainerThread] = {}
         self.reporters: dict[str, StatsReporter] = {}
         self.managers: dict[str, list[AgentManager]] = {}
-        self._inference_steps: dict[str, int] = {}
-        self._inference_next_summary: dict[str, int] = {}
-        self._inference_returns: dict[str, list[float]] = {}  # --inference: every finished episode's
         self._env_manager: StepSource | None = None
         self._perf_windows: dict[str, _PerfWindow] = {}
 
@@ -145,8 +142,8 @@ class TrainerController:
         curriculum = self.curriculum
         if curriculum is not None and curriculum.watches(name):
             manager.episode_reward_listeners.append(lambda rewards: curriculum.add_episode_rewards(name, rewards))
-        if self.inference:
-            manager.episode_reward_listeners.append(self._inference_returns.setdefault(name, []).extend)
+        if isinstance(trainer, InferenceTrainer):
+            manager.episode_reward_listeners.append(trainer.add_episode_returns)
         if isinstance(trainer, GhostTrainer):
             trainer.add_team(behavior_id, manager)
         else:
@@ -188,7 +185,9 @@ class TrainerController:
             self.status.set_parameter(name, DEVICE_KEY, choice.device)
         return choice.device
 
-    def _create_trainer(self, name: str, spec: BehaviorSpec, settings: TrainerSettings) -> Trainer | GhostTrainer:
+    def _create_trainer(
+        self, name: str, spec: BehaviorSpec, settings: TrainerSettings
+    ) -> Trainer | GhostTrainer | InferenceTrainer:
         reporter = self.hub.reporter(name)
         self.reporters[name] = reporter
         self._perf_windows[name] = _PerfWindow(self.perf.mark(), 0)
@@ -204,15 +203,15 @@ class TrainerController:
             device=self._device_for(name, spec, settings),
         )
         # --inference acts with the learning policy on every team: no ghost around it
-        trainer: Trainer | GhostTrainer = wrapped
+        learner: Trainer | GhostTrainer = wrapped
         if settings.self_play is not None and not self.inference:
-            trainer = GhostTrainer(
+            learner = GhostTrainer(
                 trainer=wrapped, controller=self.ghost_controller, seed=self.seed, status=self.status
             )
         if self.resume or self.inference:
             if checkpoints.latest_path.exists():
-                trainer.resume(replay_buffer=not self.inference)
-                logger.info("Resuming %s from step %d (%s)", name, trainer.step, checkpoints.latest_path)
+                learner.resume(replay_buffer=not self.inference)
+                logger.info("Resuming %s from step %d (%s)", name, learner.step, checkpoints.latest_path)
             elif self.resume:
                 logger.warning("Behavior %s has no checkpoint in %s; it starts from scratch.", name, self.run_dir)
             else:
@@ -223,8 +222,9 @@ class TrainerController:
                     self.run_dir,
                 )
         elif settings.init_path is not None:
-            trainer.initialize_from(settings.init_path)
+            learner.initialize_from(settings.init_path)
             logger.info("Initialized %s from %s", name, settings.init_path)
+        trainer: Trainer | GhostTrainer | InferenceTrainer = InferenceTrainer(wrapped) if self.inference else learner
         trainer.perf = self.perf
         trainer.timers = self.timers
         reporter.add_property(StatsProperty.HYPERPARAMETERS, settings)
@@ -235,14 +235,11 @@ class TrainerController:
             self.started = True
             if self._on_started is not None:
                 self._on_started()
-        if self.inference:
-            self._inference_steps[name] = trainer.step
-            self._inference_next_summary[name] = (trainer.step // settings.summary_freq + 1) * settings.summary_freq
-        elif settings.threaded:
+        if settings.threaded and not self.inference:
             thread = TrainerThread(trainer, self._trainer_stop)
             thread.start()
             self.threads[name] = thread
-        if not self.inference and not trainer.should_still_train:
+        if not trainer.should_still_train:
             logger.info(
                 "Behavior %s already reached max_steps (%d); it is not trained further.", name, settings.max_steps
             )
@@ -251,8 +248,8 @@ class TrainerController:
     # ------------------------------------------------------------------ the loop
 
     def done(self) -> bool:
-        """Every trainer reached max_steps (inference never is: it acts until stopped)."""
-        if not self.trainers or self.inference:
+        """Every trainer reached max_steps (an inference trainer never does: it acts until stopped)."""
+        if not self.trainers:
             return False
         return not any(t.should_still_train for t in self.trainers.values())
 
@@ -260,18 +257,15 @@ class TrainerController:
     def advance(self, env_manager: StepSource) -> None:
         """One round of the loop: environments, unthreaded trainers, failures, perf."""
         env_manager.advance(timeout=0.5)
-        if self.inference:
-            self._drain_inference()
-        else:
-            for name, trainer in self.trainers.items():
-                if name not in self.threads:
-                    trainer.advance(0.0)
-            self._raise_first_failure()
-            reset = self._advance_lessons(env_manager)
-            if self.ghost_controller.should_reset() or reset:
-                # the learning team changed (every episode starts anew with the new roles), or
-                # a new lesson asks for a reset
-                env_manager.request_reset()
+        for name, trainer in self.trainers.items():
+            if name not in self.threads:
+                trainer.advance(0.0)
+        self._raise_first_failure()
+        reset = not self.inference and self._advance_lessons(env_manager)  # lessons move on with training
+        if self.ghost_controller.should_reset() or reset:
+            # the learning team changed (every episode starts anew with the new roles), or
+            # a new lesson asks for a reset
+            env_manager.request_reset()
         self._report_lessons()
 
     def _advance_lessons(self, env_manager: StepSource) -> bool:
@@ -298,7 +292,8 @@ class TrainerController:
 
     @timed_method(START_LEARNING)
     def run(self, env_manager: StepSource) -> RunOutcome:
-        """Train until done or stopped; save every behavior (unless inference) however it ends.
+        """Train until done or stopped; save every behavior however it ends (an inference
+        trainer saves nothing and says its mean return).
 
         Errors (a trainer's, an environment past its restart budget) propagate after saving.
         """
@@ -329,10 +324,7 @@ class TrainerController:
             try:
                 env_manager.close()
             finally:
-                if self.inference:
-                    self._report_inference_returns()
-                else:
-                    saved = self.save_all()
+                saved = self.save_all()
         self._raise_first_failure()
         return RunOutcome(interrupted, {n: t.step for n, t in self.trainers.items()}, tuple(saved))
 
@@ -363,36 +355,6 @@ class TrainerController:
             if path is not None:
                 saved.append(str(path))
         return saved
-
-    def _report_inference_returns(self) -> None:
-        """--inference: each behavior's mean return over the episodes it finished (how well the
-        saved policy plays, the figure a Gymnasium user compares with published ones)."""
-        for name in self.trainers:
-            returns = self._inference_returns.get(name, [])
-            if returns:
-                mean = sum(returns) / len(returns)
-                logger.info("%s: mean return %.3f over %d episodes (--inference)", name, mean, len(returns))
-            else:
-                logger.info("%s: no episode finished (--inference)", name)
-
-    def _drain_inference(self) -> None:
-        for name, managers in self.managers.items():
-            count = 0
-            for manager in managers:
-                while True:
-                    try:
-                        count += manager.trajectory_queue.get_nowait().length
-                    except AgentManagerQueue.Empty:
-                        break
-            if not count:
-                continue
-            self._inference_steps[name] += count
-            steps = self._inference_steps[name]
-            if steps >= self._inference_next_summary[name]:
-                self.reporters[name].write_stats(self._inference_next_summary[name])
-                freq = self.trainers[name].settings.summary_freq
-                self._inference_next_summary[name] = (steps // freq + 1) * freq
-            self.reporters[name].set_stat(STEP, float(steps))
 
     def _report_perf(self, name: str) -> None:
         """Set the ``Perf/...`` values of ``name``'s stats window, just before it is written
