@@ -208,9 +208,9 @@ def test_bad_options_name_the_option(options, word):
         make_env("DungeonEscape", seed=0, **options)
 
 
-def ppo_escapes(params: dict[str, float], seed: int) -> np.ndarray:
-    """Train config/ppo/DungeonEscape.yaml (300k steps, 8 areas) with ``params``; every group
-    episode's outcome."""
+def ppo_escapes(params: dict[str, float], seed: int, stop_above: float) -> np.ndarray:
+    """Train config/ppo/DungeonEscape.yaml (300k steps, 8 areas) with ``params`` until the last
+    300 group episodes escape more often than ``stop_above``; every group episode's outcome."""
     import attrs
 
     from tests.support.learning import train_env
@@ -218,17 +218,22 @@ def ppo_escapes(params: dict[str, float], seed: int) -> np.ndarray:
 
     settings = load_run_options("config/ppo/DungeonEscape.yaml").behavior_settings("DungeonEscape")
     env = make_env("DungeonEscape", seed=seed, num_areas=8, env_parameters=params)
-    train_env(env, attrs.evolve(settings, threaded=False), seed=seed)
+
+    def escaped(_curve: list[tuple[int, float]]) -> bool:
+        return len(env.escapes) >= 300 and float(np.mean(env.escapes[-300:])) > stop_above
+
+    train_env(env, attrs.evolve(settings, threaded=False), seed=seed, until=escaped)
     return np.array(env.escapes, float)
 
 
 @pytest.mark.slow
-def test_ppo_escapes_once_the_sacrifice_is_credited_and_not_otherwise():
-    # PPO sees the group reward through its extrinsic reward; only the eaten agent misses it
-    # each holds on seed 1, else seed 2 (first_or_second_seed: a seed's run differs between CPUs)
+def test_ppo_escapes_once_the_sacrifice_is_credited():
+    """ML-Agents' absorbing state credits the eaten agent with the group's outcome (seeds 1-3:
+    the last 300 escape more than 0.95 at 215k, 205k, 175k; at 120k 0.32, 0.55, 0.53). Without
+    it PPO learns to avoid the dragon instead: tests/test_poca_dungeon.py, against POCA."""
+    # on seed 1, else seed 2 (first_or_second_seed: a seed's run differs between CPUs)
     from tests.support.learning import first_or_second_seed
 
-    # measured: 1.0 from about 270k steps
-    first_or_second_seed(lambda seed: ppo_escapes({"absorbing_state": 1}, seed), lambda e: e[-300:].mean() > 0.95)
-    # measured: 0.057, from 0.2
-    first_or_second_seed(lambda seed: ppo_escapes({}, seed), lambda e: e[-300:].mean() < 0.15 < e[:500].mean())
+    first_or_second_seed(
+        lambda seed: ppo_escapes({"absorbing_state": 1}, seed, stop_above=0.95), lambda e: e[-300:].mean() > 0.95
+    )
