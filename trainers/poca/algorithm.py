@@ -42,7 +42,7 @@ import torch
 from mlagents_envs.base_env import BehaviorSpec
 
 from processors.trajectory import Trajectory
-from stats import StatsAggregationMethod, StatsReporter
+from stats import StatsAggregationMethod, StatsReporter, tags
 from stats.tags import GROUP_CUMULATIVE_REWARD
 from trainers import seeding
 from trainers.exceptions import ConfigError
@@ -295,12 +295,12 @@ class POCA:
                         signal_stats.setdefault(tag, []).append(value)
         self.buffer.clear()
         stats = {
-            "Losses/Policy Loss": float(torch.stack(policy_losses).abs().mean()),
-            "Losses/Value Loss": float(torch.stack(value_losses).mean()),
-            "Losses/Baseline Loss": float(torch.stack(baseline_losses).mean()),
-            "Policy/Learning Rate": learning_rate,
-            "Policy/Epsilon": epsilon,
-            "Policy/Beta": beta,
+            tags.POLICY_LOSS: float(torch.stack(policy_losses).abs().mean()),
+            tags.VALUE_LOSS: float(torch.stack(value_losses).mean()),
+            tags.BASELINE_LOSS: float(torch.stack(baseline_losses).mean()),
+            tags.POLICY_LEARNING_RATE: learning_rate,
+            tags.POLICY_EPSILON: epsilon,
+            tags.POLICY_BETA: beta,
         }
         stats.update({tag: float(np.mean(values)) for tag, values in signal_stats.items()})
         if self.cloning is not None:

@@ -29,7 +29,7 @@ import torch
 from mlagents_envs.base_env import BehaviorSpec
 
 from processors.trajectory import Trajectory
-from stats import StatsReporter
+from stats import StatsReporter, tags
 from trainers import seeding
 from trainers.exceptions import ConfigError
 from trainers.networks.actor_critic import Critic, ValueHeads
@@ -201,11 +201,11 @@ class PPO:
         self.buffer.clear()
         stats = {
             # the magnitude per minibatch, as ML-Agents reports it (so curves compare across trainers)
-            "Losses/Policy Loss": float(torch.stack(policy_losses).abs().mean()),
-            "Losses/Value Loss": float(torch.stack(value_losses).mean()),
-            "Policy/Learning Rate": learning_rate,
-            "Policy/Epsilon": epsilon,
-            "Policy/Beta": beta,
+            tags.POLICY_LOSS: float(torch.stack(policy_losses).abs().mean()),
+            tags.VALUE_LOSS: float(torch.stack(value_losses).mean()),
+            tags.POLICY_LEARNING_RATE: learning_rate,
+            tags.POLICY_EPSILON: epsilon,
+            tags.POLICY_BETA: beta,
         }
         stats.update({tag: float(np.mean(values)) for tag, values in signal_stats.items()})
         if self.cloning is not None:

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from stats import tags
 from trainers import seeding
 from trainers.files.demonstrations import Demonstrations, training_demonstrations
 from trainers.networks.optimizers import adam
@@ -80,7 +81,7 @@ class BehavioralCloning:
     def update(self, step: int) -> dict[str, float]:
         """One round of cloning at trainer step ``step``; ``Losses/Pretraining Loss``."""
         if self.learning_rate <= MIN_LEARNING_RATE:
-            return {"Losses/Pretraining Loss": 0.0}
+            return {tags.PRETRAINING_LOSS: 0.0}
         for group in self.optimizer.param_groups:
             group["lr"] = self.learning_rate
         per, length = self.sequences_per_batch, self.sequence_length
@@ -99,7 +100,7 @@ class BehavioralCloning:
         schedule = ScheduleType.LINEAR if steps > 0 else ScheduleType.CONSTANT
         self.learning_rate = decayed_value(schedule, self.initial_learning_rate, MIN_LEARNING_RATE, step, steps)
         mean = float(torch.stack(losses).mean()) if losses else 0.0
-        return {"Losses/Pretraining Loss": mean}
+        return {tags.PRETRAINING_LOSS: mean}
 
     def loss(self, rows: Tensor) -> Tensor:
         """The cloning loss on the demonstration rows ``rows`` (whole sequences, in order)."""

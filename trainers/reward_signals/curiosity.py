@@ -25,6 +25,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from processors.trajectory import Trajectory
+from stats import tags
 from trainers import seeding
 from trainers.networks.actor_critic import ObservationEncoder, UnsupportedNetworkError, init_dense
 from trainers.networks.optimizers import adam
@@ -157,8 +158,8 @@ class CuriosityReward:
         loss.backward()
         self.optimizer.step()
         return {
-            "Losses/Curiosity Forward Loss": float(forward_loss.detach()),
-            "Losses/Curiosity Inverse Loss": float(inverse_loss.detach()),
+            tags.CURIOSITY_FORWARD_LOSS: float(forward_loss.detach()),
+            tags.CURIOSITY_INVERSE_LOSS: float(inverse_loss.detach()),
         }
 
     def state(self) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from torch import Tensor, nn
 
 from processors.trajectory import Trajectory
+from stats import tags
 from trainers import seeding
 from trainers.files.demonstrations import Demonstrations, training_demonstrations
 from trainers.networks.actor_critic import ObservationEncoder, UnsupportedNetworkError, init_dense
@@ -167,15 +168,15 @@ class GAILReward:
             torch.log(expert_estimate + EPSILON).mean() + masked_mean(torch.log(1.0 - policy_estimate + EPSILON), mask)
         )
         stats = {
-            "Policy/GAIL Policy Estimate": float(masked_mean(policy_estimate.detach(), mask)),
-            "Policy/GAIL Expert Estimate": float(expert_estimate.detach().mean()),
-            "Losses/GAIL Loss": float(loss.detach()),
+            tags.GAIL_POLICY_ESTIMATE: float(masked_mean(policy_estimate.detach(), mask)),
+            tags.GAIL_EXPERT_ESTIMATE: float(expert_estimate.detach().mean()),
+            tags.GAIL_LOSS: float(loss.detach()),
         }
         total = loss
         if policy_code is not None and expert_code is not None:
             total = total + self._bottleneck_loss(policy_code, expert_code, mask, stats)
         penalty = GRADIENT_PENALTY_WEIGHT * self._gradient_penalty(policy, expert, mask)
-        stats["Policy/GAIL Grad Mag Loss"] = float(penalty.detach())
+        stats[tags.GAIL_GRAD_MAG_LOSS] = float(penalty.detach())
         total = total + penalty
         self.optimizer.zero_grad(set_to_none=True)
         total.backward()
@@ -195,8 +196,8 @@ class GAILReward:
         with torch.no_grad():  # ML-Agents' gradient sees the stepped beta (it replaces .data)
             beta.copy_(torch.clamp(beta + BETA_RATE * (kl - INFORMATION_BOUND), min=0.0))
         loss = beta.clone() * (kl - INFORMATION_BOUND)
-        stats["Policy/GAIL Beta"] = float(beta)
-        stats["Losses/GAIL KL Loss"] = float(kl.detach())
+        stats[tags.GAIL_BETA] = float(beta)
+        stats[tags.GAIL_KL_LOSS] = float(kl.detach())
         return loss
 
     def _gradient_penalty(

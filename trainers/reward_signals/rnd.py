@@ -19,6 +19,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from torch import Tensor
 
 from processors.trajectory import Trajectory
+from stats import tags
 from trainers import seeding
 from trainers.networks.actor_critic import ObservationEncoder, UnsupportedNetworkError
 from trainers.networks.optimizers import adam
@@ -71,7 +72,7 @@ class RNDReward:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
-        return {"Losses/RND Loss": float(loss.detach())}
+        return {tags.RND_LOSS: float(loss.detach())}
 
     def state(self) -> dict[str, Any]:
         return {

@@ -46,7 +46,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from torch import Tensor, nn
 
 from processors.trajectory import Trajectory
-from stats import StatsReporter
+from stats import StatsReporter, tags
 from trainers import seeding
 from trainers.exceptions import ConfigError
 from trainers.networks.actor_critic import Critic
@@ -256,17 +256,17 @@ class SAC:
         policy_loss, value_loss, q1_loss, q2_loss = torch.stack(losses).mean(dim=0).tolist()
         stats.update(
             {
-                "Losses/Policy Loss": policy_loss,
-                "Losses/Value Loss": value_loss,
-                "Losses/Q1 Loss": q1_loss,
-                "Losses/Q2 Loss": q2_loss,
-                "Policy/Learning Rate": learning_rate,
+                tags.POLICY_LOSS: policy_loss,
+                tags.VALUE_LOSS: value_loss,
+                tags.Q1_LOSS: q1_loss,
+                tags.Q2_LOSS: q2_loss,
+                tags.POLICY_LEARNING_RATE: learning_rate,
             }
         )
         if self.continuous_size:
-            stats["Policy/Continuous Entropy Coeff"] = float(self.continuous_log_alpha.detach().exp().mean())
+            stats[tags.CONTINUOUS_ENTROPY_COEFF] = float(self.continuous_log_alpha.detach().exp().mean())
         if self.branches:
-            stats["Policy/Discrete Entropy Coeff"] = float(self.discrete_log_alphas.detach().exp().mean())
+            stats[tags.DISCRETE_ENTROPY_COEFF] = float(self.discrete_log_alphas.detach().exp().mean())
         return stats
 
     def _rewarded(self, batch: ReplayBatch) -> ReplayBatch:
