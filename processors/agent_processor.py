@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from mlagents_envs.base_env import BehaviorSpec, DecisionSteps, TerminalSteps
 
-from processors.agent_table import AgentTable, agent_keys, split_key, take_rows
+from processors.agent_table import AgentTable, agent_keys, key_workers, split_key, take_rows
 from processors.behavior_id import get_global_agent_id
 from processors.groups import GroupTable
 from processors.queue import AgentManagerQueue
@@ -248,7 +248,7 @@ class AgentProcessor:
         if table is None or table.live_count == 0:
             return
         slots = table.live_slots()
-        workers = table.slot_key[slots] >> 32
+        workers = key_workers(table.slot_key[slots])
         table.release(slots[workers == worker_id])
         if self._groups is not None:
             self._groups.forget(slots[workers == worker_id])

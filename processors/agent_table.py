@@ -44,6 +44,11 @@ def agent_key(worker_id: int, agent_id: int) -> int:
     return (worker_id << _LOCAL_ID_BITS) | (agent_id & _LOCAL_ID_MASK)
 
 
+def key_workers(keys: np.ndarray) -> np.ndarray:
+    """[N] the worker ids of keys made by :func:`agent_keys`."""
+    return keys >> _LOCAL_ID_BITS
+
+
 def split_key(key: int) -> tuple[int, int]:
     """(worker_id, local agent id) of a key made by :func:`agent_keys`."""
     local = key & _LOCAL_ID_MASK
