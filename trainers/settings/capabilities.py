@@ -11,10 +11,10 @@ applied) and before anything is written::
 
     registry = TrainerRegistry.with_plugins()
     options = apply_cli_overrides(load_run_options(path, ...), explicit)
-    require_capabilities(options, registry.trainers)
+    require_capabilities(options, registry.algorithms)
 
-Trainer types come from the caller (the registry: ppo plus plugins), so a plugin's type is
-allowed. What a trainer does with its own sections (reward signals, behavioral cloning) is the
+Trainer types come from the caller (the registry's algorithms: the built-in ones plus
+plugins), so a plugin's type is allowed. What a trainer does with its own sections (reward signals, behavioral cloning) is the
 plugin's business: those checks apply only to the trainer types agents-learn implements itself
 (``OWN_TRAINER_TYPES``) and to types that have no trainer. Self-play and environment
 parameters (constants, samplers, curricula) are accepted for every trainer type: the ghost
@@ -62,8 +62,8 @@ def check_capabilities(options: RunOptions, trainer_types: Collection[str]) -> l
     """Every unsupported thing ``options`` asks for, one ``key.path: what is missing`` line
     each, in configuration order; empty when the run can go ahead.
 
-    ``trainer_types``: the trainer types that have a trainer (the registry's: ppo plus
-    plugins). Checks ``behaviors.*``, ``default_settings`` (it trains every behavior not
+    ``trainer_types``: the trainer types that have a trainer (the registry's algorithms:
+    ppo, sac, poca plus plugins). Checks ``behaviors.*``, ``default_settings`` (it trains every behavior not
     listed).
     """
     available = sorted(trainer_types)
