@@ -603,6 +603,12 @@ def whole_option(env_name: str, option: str, value: float, minimum: int) -> int:
     return int(value)
 
 
+def stacked_observations(rows: list[list[np.ndarray]]) -> list[np.ndarray]:
+    """Per-agent observations (one list of arrays per agent, or per environment copy) -> one
+    [N, *shape] array per observation, as ``BehaviorAgents.decide`` and ``end`` take them."""
+    return [np.stack(parts) for parts in zip(*rows)]
+
+
 def one_hot(index: np.ndarray, size: int) -> np.ndarray:
     """[n] int -> [n, size] float32 one-hot rows."""
     out = np.zeros((len(index), size), dtype=np.float32)

@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium
 import numpy as np
 
-from envs.builtin._core import BuiltinEnv, ParameterInput
+from envs.builtin._core import BuiltinEnv, ParameterInput, stacked_observations
 from envs.gymnasium.errors import GymnasiumEnvError
 from envs.gymnasium.making import behavior_base, label, make_copy
 from envs.gymnasium.spaces import SpaceMapping, map_spaces
@@ -101,7 +101,7 @@ class GymnasiumVectorEnv(BuiltinEnv):
             rows.append(self._mapping.observations.read(obs))
             masks.append(self._mask_row(obs, info))
         self._agents.start(self._slots)
-        self._agents.decide(self._slots, _batch(rows), self._batch_masks(masks))
+        self._agents.decide(self._slots, stacked_observations(rows), self._batch_masks(masks))
 
     def _advance(self) -> None:
         actions = self._mapping.actions
@@ -121,9 +121,9 @@ class GymnasiumVectorEnv(BuiltinEnv):
             masks.append(self._mask_row(obs, info))
         if ended:
             slots = np.asarray(ended, dtype=np.intp)
-            self._agents.end(slots, _batch(final_rows), np.asarray(interrupted, dtype=bool))
+            self._agents.end(slots, stacked_observations(final_rows), np.asarray(interrupted, dtype=bool))
             self._agents.start(slots)
-        self._agents.decide(self._slots, _batch(rows), self._batch_masks(masks))
+        self._agents.decide(self._slots, stacked_observations(rows), self._batch_masks(masks))
 
     # ---- internals -------------------------------------------------------------------------
 
@@ -168,8 +168,3 @@ class GymnasiumVectorEnv(BuiltinEnv):
         self._copies_closed = True
         for env in self._envs:
             env.close()
-
-
-def _batch(rows: list[list[np.ndarray]]) -> list[np.ndarray]:
-    """Per-copy observations (one list of arrays per copy) -> one [N, *shape] array per observation."""
-    return [np.stack(parts) for parts in zip(*rows)]

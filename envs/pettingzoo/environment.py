@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from envs.builtin._core import BehaviorAgents, BuiltinEnv, ParameterInput
+from envs.builtin._core import BehaviorAgents, BuiltinEnv, ParameterInput, stacked_observations
 from envs.pettingzoo.aec import AECDriver
 from envs.pettingzoo.episodes import DecisionRow, EpisodeBook, Reports, TerminalRow
 from envs.pettingzoo.errors import PettingZooEnvError
@@ -136,7 +136,11 @@ class PettingZooEnv(BuiltinEnv):
         slots = self._slots(rows)
         agents.reward[slots] = [row.reward for row in rows]
         agents.group_reward[slots] = [row.group_reward for row in rows]
-        agents.end(slots, _batch([row.obs for row in rows]), np.array([row.interrupted for row in rows], dtype=bool))
+        agents.end(
+            slots,
+            stacked_observations([row.obs for row in rows]),
+            np.array([row.interrupted for row in rows], dtype=bool),
+        )
         agents.remove(slots)
 
     def _publish_decisions(self, agents: BehaviorAgents, rows: list[DecisionRow]) -> None:
@@ -148,7 +152,7 @@ class PettingZooEnv(BuiltinEnv):
         if any(row.mask is not None for row in rows):
             width = int(sum(agents.spec.action_spec.discrete_branches))
             masks = np.stack([np.zeros(width, bool) if row.mask is None else row.mask for row in rows])
-        agents.decide(slots, _batch([row.obs for row in rows]), masks)
+        agents.decide(slots, stacked_observations([row.obs for row in rows]), masks)
 
     def _slots(self, rows: list[TerminalRow] | list[DecisionRow]) -> np.ndarray:
         return np.array([self._roster.seat(row.agent).slot for row in rows], dtype=np.intp)
@@ -158,8 +162,3 @@ class PettingZooEnv(BuiltinEnv):
             return
         self._env_closed = True
         self._env.close()
-
-
-def _batch(rows: list[list[np.ndarray]]) -> list[np.ndarray]:
-    """Per-agent observations (one list of arrays per agent) -> one [N, *shape] array per observation."""
-    return [np.stack(parts) for parts in zip(*rows)]
