@@ -42,6 +42,45 @@ def test_steps_equal_torchs_fused_adam_bit_for_bit():
         assert all(torch.equal(a[key], b[key]) for key in ("step", "exp_avg", "exp_avg_sq"))
 
 
+def test_steps_equal_torchs_when_gradients_come_and_go_and_the_state_is_reloaded():
+    """The kernel called directly, with each group's tensors kept between steps, is torch's step:
+    also when a parameter has no gradient on some steps (SAC's unused entropy coefficient), one
+    gets its first gradient late, and after a state dict is loaded (the kept tensors replaced)."""
+
+    def run(make_optimizer):
+        net = network(0)
+        optimizer = make_optimizer(net.parameters())
+        inputs = torch.linspace(-1, 1, 40).reshape(8, 5)
+        late = net[2].bias
+        for step in range(10):
+            optimizer.zero_grad()
+            net(inputs).square().mean().backward()
+            if step < 3 or step % 2:
+                late.grad = None
+            if step == 6:
+                optimizer.load_state_dict(optimizer.state_dict())
+            optimizer.step()
+        return net, optimizer
+
+    ours, ours_optimizer = run(lambda p: adam(p, 3e-3))
+    assert len(ours_optimizer._group_tensors) == 2  # the kernel was called directly, with and without `late`
+    torchs, torchs_optimizer = run(lambda p: torch.optim.Adam(p, lr=3e-3, fused=True))
+    for a, b in zip(ours.parameters(), torchs.parameters()):
+        assert torch.equal(a, b)
+    for a, b in zip(ours_optimizer.state.values(), torchs_optimizer.state.values()):
+        assert all(torch.equal(a[key], b[key]) for key in ("step", "exp_avg", "exp_avg_sq"))
+
+
+def test_zero_grad_forgets_gradients_or_zeroes_them():
+    net = network(0)
+    optimizer = adam(net.parameters(), 3e-3)
+    net(torch.ones(2, 5)).sum().backward()
+    optimizer.zero_grad(set_to_none=False)
+    assert all(p.grad is not None and not p.grad.any() for p in net.parameters())
+    optimizer.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+
+
 def test_a_saved_state_loads_into_torchs_adam_and_back():
     _, ours_optimizer = train(lambda p: adam(p, 3e-3))
     torchs = torch.optim.Adam(network(1).parameters(), lr=3e-3, fused=True)
