@@ -199,16 +199,16 @@ def check_only(options: Any, registry: Any, record_demo: str | None = None) -> i
     return 0
 
 
-def install_stop_handler(stop: threading.Event) -> None:
-    """First Ctrl-C (or SIGTERM) asks the run to stop and save; a second one aborts at once."""
+def install_stop_handler(stop: threading.Event, *, inference: bool = False) -> None:
+    """First Ctrl-C (or SIGTERM) asks the run to stop and save (``--inference``: to stop and say
+    its mean return; it saves nothing); a second one aborts at once."""
+    doing = "saying the mean return" if inference else "saving checkpoints and models"
 
     def handler(signum: int, frame: Any) -> None:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
-        logger.info(
-            "Stopping (%s): saving checkpoints and models; press Ctrl-C again to abort.", signal.Signals(signum).name
-        )
+        logger.info("Stopping (%s): %s; press Ctrl-C again to abort.", signal.Signals(signum).name, doing)
 
     signal.signal(signal.SIGINT, handler)
     signal.signal(signal.SIGTERM, handler)
@@ -254,7 +254,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             configure_logging(True, log_stream)
         if check:
             return check_only(options, registry, record_demo)
-        install_stop_handler(stop)
+        install_stop_handler(stop, inference=options.checkpoint_settings.inference)
         return run_training(options, registry, bind_address, stop, record_demo, server_token)
     except _error_types() as error:
         if debug:
