@@ -9,9 +9,10 @@ one slice assignment per field (two where it wraps around the end); a minibatch 
 Storage is allocated with ``torch.empty``, so memory is committed as the ring fills, not up
 front. It lives on the device the buffer is given (SAC's training device where it fits there):
 a minibatch is then gathered where it is trained on, its row indices (drawn on the CPU, so
-every device draws the same) the only copy, without waiting for the GPU. The oldest transitions are overwritten once the ring is full, so it always holds the
-``capacity`` most recent ones (ML-Agents instead cuts its list back to 80% of
-``buffer_size`` whenever it overflows, so it holds between 80% and 100%).
+every device draws the same) the only copy, without waiting for the GPU. The oldest
+transitions are overwritten once the ring is full, so it always holds the ``capacity`` most
+recent ones (ML-Agents instead cuts its list back to 80% of ``buffer_size`` whenever it
+overflows, so it holds between 80% and 100%).
 
 For a recurrent policy (``sequence_length`` L > 1) transitions are stored as ML-Agents stores
 them: each trajectory padded to whole sequences of L (``loss_masks`` False on padding), with the
