@@ -157,5 +157,8 @@ def test_fast_local_clients_act_on_the_newest_policy_and_leave_remote_ones_their
         ),
         lambda run: run[0][-1] > 3.5,  # random play scores 1.33; on a stale policy it stayed there
     )
-    assert min(episodes[:2]) > max(episodes[2:]) / 4, episodes  # remote ones are not crowded out (were 1 in 200)
+    # Remote ones are not crowded out (they were: 1 episode to a local one's 200). How many more a
+    # local client finishes depends on the CPU left for a remote one's round trips: local/remote
+    # 1.3 and 2.1 (seeds 1, 2) alone, 2.8 and 3.4 beside two busy cores, 4.4 and 4.9 in CI's suite.
+    assert min(episodes[:2]) > max(episodes[2:]) / 10, episodes
     assert lags, "the lag of local-inference steps reaches the run's statistics"
