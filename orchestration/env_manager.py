@@ -18,16 +18,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import NamedTuple, Protocol
 
 import attrs
-import numpy as np
-from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps
+from mlagents_envs.base_env import ActionTuple, BehaviorSpec
 
 from envs.parameters import ParameterValue
 from envs.workers import EnvWorkerPool, RestartBudget, WorkerFault, WorkerResult
-from envs.workers.records import TakenActions
+from orchestration.acting import Deciding, decide
 from orchestration.build_generations import BuildGenerations
 from orchestration.demo_recorder import DemoRecorder
 from processors import ActionInfo, AgentManager, AgentManagerQueue
-from processors.agent_processor import allowed_actions
 from stats import PerfKind, PerfStats, Timers, timed_method
 from stats.timer_names import ENV_STEP, ENV_WAIT, POLICY_EVALUATE, PROCESS_STEPS, STEP_WORKERS, TAKE_STEP
 from trainers.exceptions import RunEnvironmentError
@@ -62,68 +60,6 @@ class StepSource(Protocol):
     def close(self) -> None: ...
 
 
-def slice_action_info(info: ActionInfo, start: int, stop: int) -> ActionInfo:
-    """Rows ``start:stop`` of ``info`` (one worker's share of a batched decision)."""
-    s = slice(start, stop)
-    return ActionInfo(
-        agent_ids=info.agent_ids[s],
-        env_actions=ActionTuple(continuous=info.env_actions.continuous[s], discrete=info.env_actions.discrete[s]),
-        continuous_actions=info.continuous_actions[s],
-        discrete_actions=info.discrete_actions[s],
-        continuous_log_probs=info.continuous_log_probs[s],
-        discrete_log_probs=info.discrete_log_probs[s],
-        entropy=info.entropy[s],
-        memories=info.memories[s],
-    )
-
-
-def with_taken_actions(
-    policy: TorchPolicy,
-    decision: DecisionSteps,
-    info: ActionInfo,
-    taken: TakenActions,
-    masks: np.ndarray | None,
-    memories: np.ndarray | None,
-) -> ActionInfo:
-    """``info`` with the rows the agents acted on themselves (``taken.rows``) replaced by those
-    actions and the policy's log-probabilities of them (:meth:`TorchPolicy.act_taken`)."""
-    rows = np.flatnonzero(taken.rows)
-    if rows.size == 0:
-        return info
-    given = policy.act_taken(
-        [o[rows] for o in decision.obs],
-        None if masks is None else masks[rows],
-        info.agent_ids[rows],
-        None if memories is None else memories[rows],
-        taken.continuous[rows],
-        taken.discrete[rows],
-    )
-    fields = {}
-    for name in (
-        "continuous_actions",
-        "discrete_actions",
-        "continuous_log_probs",
-        "discrete_log_probs",
-        "entropy",
-        "memories",
-    ):
-        merged = getattr(info, name).copy()
-        merged[rows] = getattr(given, name)
-        fields[name] = merged
-    continuous, discrete = info.env_actions.continuous.copy(), info.env_actions.discrete.copy()
-    continuous[rows], discrete[rows] = given.env_actions.continuous, given.env_actions.discrete
-    return ActionInfo(
-        agent_ids=info.agent_ids, env_actions=ActionTuple(continuous=continuous, discrete=discrete), **fields
-    )
-
-
-def act_for_worker(policy: TorchPolicy, manager: AgentManager, worker_id: int, decision: DecisionSteps) -> ActionInfo:
-    """The policy's decision for one worker's deciding agents (their masks and memories)."""
-    mask_width = int(sum(policy.behavior_spec.action_spec.discrete_branches))
-    memories = manager.get_memories(worker_id, decision.agent_id) if policy.memory_size > 0 else None
-    return policy.act(decision.obs, allowed_actions(decision, mask_width), decision.agent_id, memories)
-
-
 def allow_restart(fault: WorkerFault, restarts: RestartBudget, now: float, *, starting: bool) -> None:
     """Record a restart of the fault's worker, or raise RunEnvironmentError saying why there is
     none: the fault is not retriable, the worker failed while ``starting`` (a setting to fix,
@@ -145,14 +81,6 @@ class EnvStatAggregation(NamedTuple):
     """An aggregation number from a pool as the ``.value`` that ``record_environment_stats`` reads."""
 
     value: int
-
-
-class _Deciding(NamedTuple):
-    """One worker's deciding agents of a behavior, with the actions some took themselves."""
-
-    worker_id: int
-    decision: DecisionSteps
-    taken: TakenActions | None
 
 
 class EnvManager:
@@ -252,12 +180,7 @@ class EnvManager:
             self._reset_pending.clear()
             return False
         self._take_specs(result)
-        for runtime in self.runtimes.values():
-            runtime.manager.discard_worker(worker_id)
-        if self.recorder is not None:
-            self.recorder.discard_worker(worker_id)
-        for key in [k for k in self._last_action if k[0] == worker_id]:
-            del self._last_action[key]
+        self._forget_worker(worker_id)
         self.reset_count += 1
         return True
 
@@ -291,8 +214,8 @@ class EnvManager:
         self.perf.add_env_steps(len(results))
         return len(results)
 
-    def _process(self, results: list[WorkerResult]) -> dict[str, list[_Deciding]]:
-        deciding: dict[str, list[_Deciding]] = defaultdict(list)
+    def _process(self, results: list[WorkerResult]) -> dict[str, list[Deciding]]:
+        deciding: dict[str, list[Deciding]] = defaultdict(list)
         for result in results:
             worker_id = result.worker_id
             self._has_stepped.add(worker_id)
@@ -312,7 +235,7 @@ class EnvManager:
                 self.agent_steps += n
                 self.agent_steps_by_behavior[behavior_id] += n
                 if len(decision) > 0:
-                    deciding[behavior_id].append(_Deciding(worker_id, decision, record.taken))
+                    deciding[behavior_id].append(Deciding(worker_id, decision, record.taken))
             if result.env_stats:
                 stats = {k: [(v, EnvStatAggregation(a)) for v, a in values] for k, values in result.env_stats.items()}
                 for runtime in self.runtimes.values():
@@ -320,56 +243,16 @@ class EnvManager:
         return deciding
 
     @timed_method(TAKE_STEP)
-    def _act(self, deciding: dict[str, list[_Deciding]]) -> dict[int, dict[str, ActionTuple]]:
+    def _act(self, deciding: dict[str, list[Deciding]]) -> dict[int, dict[str, ActionTuple]]:
+        """Each behavior's actions for its deciding agents on every ready worker, in one batch."""
         actions: dict[int, dict[str, ActionTuple]] = defaultdict(dict)
         for behavior_id, parts in deciding.items():
             runtime = self.runtimes[behavior_id]
-            spec = runtime.policy.behavior_spec
-            mask_width = int(sum(spec.action_spec.discrete_branches))
-            recurrent = runtime.policy.memory_size > 0
-            if len(parts) == 1:
-                worker_id, decision, taken = parts[0]
-                memories = runtime.manager.get_memories(worker_id, decision.agent_id) if recurrent else None
-                masks = allowed_actions(decision, mask_width)
-                with self.timers.scope(POLICY_EVALUATE):
-                    info = runtime.policy.act(decision.obs, masks, decision.agent_id, memories)
-                    if taken is not None:
-                        info = with_taken_actions(runtime.policy, decision, info, taken, masks, memories)
-                self._last_action[(worker_id, behavior_id)] = info
-                actions[worker_id][behavior_id] = info.env_actions
-                continue
-            n_sensors = len(spec.observation_specs)
-            obs = [np.concatenate([d.obs[i] for _, d, _ in parts]) for i in range(n_sensors)]
-            masks = None
-            if mask_width:
-                masks = np.concatenate(
-                    [
-                        m if (m := allowed_actions(d, mask_width)) is not None else np.ones((len(d), mask_width), bool)
-                        for _, d, _ in parts
-                    ]
-                )
-            agent_ids = np.concatenate([d.agent_id for _, d, _ in parts])
-            memories = None
-            if recurrent:
-                memories = np.concatenate([runtime.manager.get_memories(w, d.agent_id) for w, d, _ in parts])
             with self.timers.scope(POLICY_EVALUATE):
-                info = runtime.policy.act(obs, masks, agent_ids, memories)
-            start = 0
-            for worker_id, decision, taken in parts:
-                stop = start + len(decision)
-                share = slice_action_info(info, start, stop)
-                if taken is not None:
-                    share = with_taken_actions(
-                        runtime.policy,
-                        decision,
-                        share,
-                        taken,
-                        None if masks is None else masks[start:stop],
-                        None if memories is None else memories[start:stop],
-                    )
-                self._last_action[(worker_id, behavior_id)] = share
-                actions[worker_id][behavior_id] = share.env_actions
-                start = stop
+                infos = decide(runtime.policy, runtime.manager, parts)
+            for part, info in zip(parts, infos, strict=True):
+                self._last_action[(part.worker_id, behavior_id)] = info
+                actions[part.worker_id][behavior_id] = info.env_actions
         return actions
 
     def _handle_fault(self, fault: WorkerFault) -> None:
@@ -380,14 +263,19 @@ class EnvManager:
         allow_restart(fault, self.restarts, self._clock(), starting=starting)
         logger.warning("Restarting worker[%d] after '%s'", worker_id, fault.message)
         self.restart_count += 1
+        self._forget_worker(worker_id)
+        self._has_stepped.discard(worker_id)
+        self.pool.restart(worker_id)
+
+    def _forget_worker(self, worker_id: int) -> None:
+        """Drop what the worker's agents had under way (trajectories, demonstration steps, the
+        actions they were sent): it starts afresh, reset or restarted."""
         for runtime in self.runtimes.values():
             runtime.manager.discard_worker(worker_id)
         if self.recorder is not None:
             self.recorder.discard_worker(worker_id)
         for key in [k for k in self._last_action if k[0] == worker_id]:
             del self._last_action[key]
-        self._has_stepped.discard(worker_id)
-        self.pool.restart(worker_id)
 
     def trajectory_queues(self) -> Iterator[AgentManagerQueue]:
         for runtime in self.runtimes.values():

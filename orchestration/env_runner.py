@@ -33,7 +33,8 @@ from envs.workers import (
     worker_port,
 )
 from envs.workers.pool import apply_and_step, observe, with_parameters
-from orchestration.env_manager import EnvStatAggregation, act_for_worker
+from orchestration.acting import Deciding, decide
+from orchestration.env_manager import EnvStatAggregation
 from processors import ActionInfo, AgentManager, BehaviorIdentifiers, Trajectory
 from stats import StatsAggregationMethod, StatsReporter
 from trainers.networks.policy import NormalizerStats, PolicyBlueprint, TorchPolicy
@@ -225,7 +226,7 @@ class EnvRunner:
             behavior.manager.add_experiences(decision, terminal, self.worker_id, previous)
             self._agent_steps[behavior_id] += len(decision) + len(terminal)
             if len(decision) > 0:
-                info = act_for_worker(behavior.policy, behavior.manager, self.worker_id, decision)
+                (info,) = decide(behavior.policy, behavior.manager, [Deciding(self.worker_id, decision, record.taken)])
                 self._last_action[behavior_id] = info
                 actions[behavior_id] = info.env_actions
         if result.env_stats:

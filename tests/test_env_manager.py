@@ -23,7 +23,8 @@ from envs.workers import (
     SubprocessPool,
     WorkerFault,
 )
-from orchestration.env_manager import BehaviorRuntime, EnvManager, slice_action_info
+from orchestration.acting import slice_action_info
+from orchestration.env_manager import BehaviorRuntime, EnvManager
 from processors import ActionInfo, AgentManager
 from stats import StatsReporter
 from trainers.exceptions import RunEnvironmentError
