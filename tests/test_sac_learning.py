@@ -79,8 +79,9 @@ def test_visual_advanced_sac(vis_encode_type):
 def test_hybrid_sac(action_sizes):
     # ML-Agents' sizes, first on seed 1, else on the training seed its CI uses (1337). Over seeds
     # 1-5 the sizes pass 5, 5 and 4 times of 5 (benchmarks/learning_seeds.py sac_hybrid). Seed 1
-    # first passes 0.9 at step 300, 300 and 1500 (1-1, 1-2, 2-1), and has held it 1000 steps by
-    # 1300, 2100 and 2500; 1337 holds it on 1-2 only from 8900 (a 90 s run when it went first).
+    # passes 0.9 from step 300, 1100 and 1500 on (1-1, 1-2, 2-1) and has held it 1000 steps by
+    # 1300, 2100 and 2500; 1337 on 1-2 stays at 0.3-0.9 from 3700 to 8800 and never holds it
+    # 1000 steps, so it ran all 10,000 (90 s, the suite's second longest, when it went first).
     # ML-Agents' fourth size, 2 continuous + 2 discrete, passes on about 2 seeds of 5 here (1337
     # 1.05, 1 1.05, 2 0.58, 3 0.73, 4 -0.65; 20k steps: seed 4 1.04, seed 2 -0.01): too seldom for
     # a verdict on two seeds, a known weakness measured by `benchmarks/learning_seeds.py
