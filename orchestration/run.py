@@ -29,6 +29,7 @@ from typing import Any
 
 import attrs
 import torch
+from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig
 
 from envs.parameters import ParameterValue
 from envs.unity import api_version as unity_api_version
@@ -38,7 +39,6 @@ from envs.workers import (
     EXTERNAL_BUILDS,
     LOOPBACK,
     POLICY_SERVER,
-    EngineSetup,
     EnvFactory,
     EnvLaunch,
     EnvRequest,
@@ -503,7 +503,7 @@ def environment_launch(
         env_args=tuple(env.env_args or ()),
         no_graphics=engine.no_graphics,
         no_graphics_monitor=engine.no_graphics_monitor,
-        engine=EngineSetup(
+        engine=EngineConfig(
             width=engine.width,
             height=engine.height,
             quality_level=engine.quality_level,

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import attrs
 from mlagents_envs.base_env import BaseEnv
+from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig
 
 from envs.parameters import ParameterValue
 
@@ -57,19 +58,6 @@ class EnvFactoryError(ValueError):
 
 
 @attrs.frozen(kw_only=True)
-class EngineSetup:
-    """What the engine configuration side channel tells a Unity build (and a built-in
-    environment) at start, ML-Agents' ``EngineConfig`` fields with its defaults."""
-
-    width: int = 84
-    height: int = 84
-    quality_level: int = 5
-    time_scale: float = 20.0
-    target_frame_rate: int = -1
-    capture_frame_rate: int = 60
-
-
-@attrs.frozen(kw_only=True)
 class EnvLaunch:
     """Everything a worker needs to open its environment (picklable; sent to child processes).
 
@@ -77,7 +65,7 @@ class EnvLaunch:
     for the Editor on port 5004. env_factory: a factory given from Python (takes precedence
     over env_path; must be a module-level function to be sent to subprocess workers).
     seed: the run's seed; worker i uses ``seed + i``. Worker i's port is ``base_port + i``.
-    engine: the engine configuration sent to the build at start.
+    engine: the engine configuration sent to the build (and a built-in environment) at start.
     env_parameters: EnvironmentParameters values sent at start (a curriculum's current lessons:
     a pool opening a worker later opens it with the values of then).
     log_folder: absolute folder for ``Player-<worker>.log``. bind_address: where our gRPC server
@@ -97,7 +85,7 @@ class EnvLaunch:
     env_args: tuple[str, ...] = ()
     no_graphics: bool = False
     no_graphics_monitor: bool = False
-    engine: EngineSetup = EngineSetup()
+    engine: EngineConfig = EngineConfig(84, 84, 5, 20.0, -1, 60)  # mlagents-learn's defaults
     env_parameters: tuple[tuple[str, ParameterValue], ...] = ()
     log_folder: str | None = None
     bind_address: str = LOOPBACK
@@ -255,12 +243,12 @@ class RunChannels:
     through :meth:`send_parameters`) and the build's custom stats."""
 
     def __init__(self, launch: EnvLaunch) -> None:
-        from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig, EngineConfigurationChannel
+        from mlagents_envs.side_channel.engine_configuration_channel import EngineConfigurationChannel
         from mlagents_envs.side_channel.environment_parameters_channel import EnvironmentParametersChannel
         from mlagents_envs.side_channel.stats_side_channel import StatsSideChannel
 
         self.engine = EngineConfigurationChannel()
-        self.engine.set_configuration(EngineConfig(*attrs.astuple(launch.engine)))
+        self.engine.set_configuration(launch.engine)
         self.parameters = EnvironmentParametersChannel()
         self.stats = StatsSideChannel()
         self.send_parameters(dict(launch.env_parameters))
@@ -313,8 +301,6 @@ def warn_once_per_unknown_side_channel() -> None:
 
 def open_builtin(launch: EnvLaunch, worker_id: int) -> OpenEnv:
     """Worker ``worker_id``'s built-in environment (``builtin:<Name>``), constructed reset."""
-    from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig
-
     from envs.builtin import make_env
 
     assert launch.env_path is not None
@@ -325,7 +311,7 @@ def open_builtin(launch: EnvLaunch, worker_id: int) -> OpenEnv:
         env_parameters=dict(launch.env_parameters),
         num_areas=launch.num_areas,
     )
-    builtin.set_engine_config(EngineConfig(*attrs.astuple(launch.engine)))
+    builtin.set_engine_config(launch.engine)
     return OpenEnv(builtin, builtin.get_and_reset_stats, _builtin_parameter_setter(builtin))
 
 
