@@ -15,17 +15,19 @@ import numpy as np
 from mlagents_envs.base_env import ActionTuple, DecisionSteps
 
 from envs.workers.records import TakenActions
-from processors import ActionInfo, AgentManager
+from processors import ActionInfo, AgentManager, UnrecordedStep
 from processors.agent_processor import allowed_actions
 from trainers.networks.policy import TorchPolicy
 
 
 class Deciding(NamedTuple):
-    """One worker's deciding agents of a behavior, with the actions some took themselves."""
+    """One worker's deciding agents of a behavior, with the actions some took themselves;
+    ``unrecorded`` when the step is decided on before the processor records it."""
 
     worker_id: int
     decision: DecisionSteps
     taken: TakenActions | None = None
+    unrecorded: UnrecordedStep | None = None
 
 
 def decide(policy: TorchPolicy, manager: AgentManager, parts: Sequence[Deciding]) -> list[ActionInfo]:
@@ -35,7 +37,9 @@ def decide(policy: TorchPolicy, manager: AgentManager, parts: Sequence[Deciding]
     masks = _joined_masks([allowed_actions(part.decision, mask_width) for part in parts], parts, mask_width)
     memories = None
     if policy.memory_size > 0:
-        memories = _joined([manager.get_memories(part.worker_id, part.decision.agent_id) for part in parts])
+        memories = _joined(
+            [manager.get_memories(part.worker_id, part.decision.agent_id, unrecorded=part.unrecorded) for part in parts]
+        )
     n_sensors = len(policy.behavior_spec.observation_specs)
     obs = [_joined([part.decision.obs[i] for part in parts]) for i in range(n_sensors)]
     agent_ids = _joined([part.decision.agent_id for part in parts])

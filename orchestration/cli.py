@@ -78,7 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="copies of a gymnasium: environment each worker steps as one behavior (default 8)",
     )
-    p.add_argument("--debug", action="store_true", help="debug logging, and tracebacks with errors")
+    p.add_argument(
+        "--debug",
+        action="store_true",
+        help="debug logging, tracebacks with errors, and each step recorded before its actions are sent",
+    )
     p.add_argument("--max-lifetime-restarts", type=int, help="restarts per crashed worker; -1: no limit (default 10)")
     p.add_argument("--restarts-rate-limit-n", type=int, help="restarts per period; -1: no limit (default 1)")
     p.add_argument("--restarts-rate-limit-period-s", type=int, help="the rate limit's period, s (default 60)")

@@ -2,11 +2,12 @@
 batched across every worker that is ready.
 
 Each ``advance()`` drains the policy queues, takes the steps of every worker that is ready (a
-slow worker does not hold back the others), hands them to each behavior's AgentManager, acts
-for all deciding agents of a behavior across the ready workers in one batch, and sends each
-worker its actions. Faults come back from the pool as values; a retriable one within the
-restart budget restarts that worker as a new generation, discarding only its agents
-(``AgentManager.discard_worker``) so healthy workers keep their partial trajectories.
+slow worker does not hold back the others), acts for all deciding agents of a behavior across
+the ready workers in one batch, sends each worker its actions, and then hands the steps to each
+behavior's AgentManager while the workers simulate. Faults come back from the pool as values;
+a retriable one within the restart budget restarts that worker as a new generation, discarding
+only its agents (``AgentManager.discard_worker``) so healthy workers keep their partial
+trajectories.
 """
 
 from __future__ import annotations
@@ -18,14 +19,15 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import NamedTuple, Protocol
 
 import attrs
-from mlagents_envs.base_env import ActionTuple, BehaviorSpec
+from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps, TerminalSteps
 
 from envs.parameters import ParameterValue
 from envs.workers import EnvWorkerPool, RestartBudget, WorkerFault, WorkerResult
+from envs.workers.records import TakenActions
 from orchestration.acting import Deciding, decide
 from orchestration.build_generations import BuildGenerations
 from orchestration.demo_recorder import DemoRecorder
-from processors import ActionInfo, AgentManager, AgentManagerQueue
+from processors import ActionInfo, AgentManager, AgentManagerQueue, UnrecordedStep
 from stats import PerfKind, PerfStats, Timers, timed_method
 from stats.timer_names import ENV_STEP, ENV_WAIT, POLICY_EVALUATE, PROCESS_STEPS, STEP_WORKERS, TAKE_STEP
 from trainers.exceptions import RunEnvironmentError
@@ -77,6 +79,18 @@ def allow_restart(fault: WorkerFault, restarts: RestartBudget, now: float, *, st
     restarts.record(worker_id, now)
 
 
+class BehaviorStep(NamedTuple):
+    """One worker's step of one behavior, as read from its result."""
+
+    worker_id: int
+    behavior_id: str
+    runtime: BehaviorRuntime
+    decision: DecisionSteps
+    terminal: TerminalSteps
+    previous: ActionInfo | None  # the actions the step follows
+    taken: TakenActions | None  # the actions its agents took themselves (a policy client's)
+
+
 class EnvStatAggregation(NamedTuple):
     """An aggregation number from a pool as the ``.value`` that ``record_environment_stats`` reads."""
 
@@ -87,9 +101,14 @@ class EnvManager:
     """Drives a pool for the trainer controller; see the module docstring.
 
     ``create_runtime(behavior_id, spec)`` is called the first time a behavior appears (on any
-    worker). ``perf`` receives env-wait, inference and processing intervals. ``on_restart``
-    is told of each worker restart (worker id, fault). ``recorder`` (``--record-demo``)
-    is handed every step with the ActionInfo it follows, and closed by :meth:`close`.
+    worker). ``perf`` receives env-wait, inference and processing intervals. ``recorder``
+    (``--record-demo``) is handed every step with the ActionInfo it follows, and closed by
+    :meth:`close`.
+
+    Actions go out before the steps they answer are recorded, so an environment that steps
+    elsewhere (a build, a worker process) simulates while the processors record and the
+    trainers update. ``serial=True`` (``--debug``) records first, as ML-Agents does; the
+    actions, trajectories and updates are the same either way.
     """
 
     def __init__(
@@ -102,8 +121,10 @@ class EnvManager:
         timers: Timers | None = None,
         clock: Callable[[], float] = time.monotonic,
         recorder: DemoRecorder | None = None,
+        serial: bool = False,
     ):
         self.pool = pool
+        self.serial = serial
         self._create_runtime = create_runtime
         self._generations = BuildGenerations()
         self.restarts = restarts if restarts is not None else RestartBudget()
@@ -204,18 +225,25 @@ class EnvManager:
         if not results:
             return 0
         with self.perf.measure(PerfKind.PROCESSING), self.timers.scope(PROCESS_STEPS):
-            deciding = self._process(results)
+            steps = self._read(results)
+        if self.serial:
+            self._record(steps, results)
         with self.perf.measure(PerfKind.INFERENCE):
-            actions = self._act(deciding)
-        # An in-process pool steps its environment here; a subprocess pool only sends.
+            actions = self._act(steps)
+        # An in-process pool steps its environment here (or starts to, in a background thread);
+        # a subprocess pool only sends.
         with self.perf.measure(PerfKind.ENV_WAIT), self.timers.scope(STEP_WORKERS):
             for result in results:
                 self.pool.step(result.worker_id, actions.get(result.worker_id, {}))
+        if not self.serial:
+            self._record(steps, results)
         self.perf.add_env_steps(len(results))
         return len(results)
 
-    def _process(self, results: list[WorkerResult]) -> dict[str, list[Deciding]]:
-        deciding: dict[str, list[Deciding]] = defaultdict(list)
+    def _read(self, results: list[WorkerResult]) -> list[BehaviorStep]:
+        """Each ready worker's steps by behavior, with the actions they follow (new behaviors
+        get their runtime first)."""
+        steps = []
         for result in results:
             worker_id = result.worker_id
             self._has_stepped.add(worker_id)
@@ -226,25 +254,45 @@ class EnvManager:
                     continue
                 decision, terminal = record.to_steps()
                 previous = self._last_action.pop((worker_id, behavior_id), None)
-                runtime.manager.add_experiences(decision, terminal, worker_id, previous)
+                steps.append(BehaviorStep(worker_id, behavior_id, runtime, decision, terminal, previous, record.taken))
+        return steps
+
+    def _record(self, steps: list[BehaviorStep], results: list[WorkerResult]) -> None:
+        """The steps into their behaviors' processors (and the demonstration recorder), and the
+        environments' stats."""
+        with self.perf.measure(PerfKind.PROCESSING), self.timers.scope(PROCESS_STEPS):
+            for step in steps:
+                manager = step.runtime.manager
+                manager.add_experiences(step.decision, step.terminal, step.worker_id, step.previous)
                 if self.recorder is not None:
                     self.recorder.record(
-                        worker_id, behavior_id, runtime.policy.behavior_spec, decision, terminal, previous
+                        step.worker_id,
+                        step.behavior_id,
+                        step.runtime.policy.behavior_spec,
+                        step.decision,
+                        step.terminal,
+                        step.previous,
                     )
-                n = len(decision) + len(terminal)
+                n = len(step.decision) + len(step.terminal)
                 self.agent_steps += n
-                self.agent_steps_by_behavior[behavior_id] += n
-                if len(decision) > 0:
-                    deciding[behavior_id].append(Deciding(worker_id, decision, record.taken))
-            if result.env_stats:
-                stats = {k: [(v, EnvStatAggregation(a)) for v, a in values] for k, values in result.env_stats.items()}
-                for runtime in self.runtimes.values():
-                    runtime.manager.record_environment_stats(stats, worker_id)
-        return deciding
+                self.agent_steps_by_behavior[step.behavior_id] += n
+            for result in results:
+                if result.env_stats:
+                    stats = {
+                        k: [(v, EnvStatAggregation(a)) for v, a in values] for k, values in result.env_stats.items()
+                    }
+                    for runtime in self.runtimes.values():
+                        runtime.manager.record_environment_stats(stats, result.worker_id)
 
     @timed_method(TAKE_STEP)
-    def _act(self, deciding: dict[str, list[Deciding]]) -> dict[int, dict[str, ActionTuple]]:
-        """Each behavior's actions for its deciding agents on every ready worker, in one batch."""
+    def _act(self, steps: list[BehaviorStep]) -> dict[int, dict[str, ActionTuple]]:
+        """Each behavior's actions for its deciding agents on every ready worker, in one batch
+        (before the steps are recorded, unless ``serial``: the memories are the same)."""
+        deciding: dict[str, list[Deciding]] = defaultdict(list)
+        for step in steps:
+            if len(step.decision) > 0:
+                unrecorded = None if self.serial else UnrecordedStep(step.previous, step.terminal.agent_id)
+                deciding[step.behavior_id].append(Deciding(step.worker_id, step.decision, step.taken, unrecorded))
         actions: dict[int, dict[str, ActionTuple]] = defaultdict(dict)
         for behavior_id, parts in deciding.items():
             runtime = self.runtimes[behavior_id]

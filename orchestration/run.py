@@ -273,10 +273,20 @@ def build_run(
         if models is not None:
             pool = external_pool(launch, models, behavior_check(options))
         else:
-            pool = SubprocessPool(launch, env.num_envs) if env.num_envs > 1 else InProcessPool(launch)
+            pool = (
+                SubprocessPool(launch, env.num_envs)
+                if env.num_envs > 1
+                else InProcessPool(launch, background=source.supports.simulates_elsewhere and not options.debug)
+            )
         recorder = DemoRecorder(record_demo) if record_demo is not None else None
         env_manager = EnvManager(
-            pool, controller.create_runtime, restarts=restarts, perf=perf, timers=timers, recorder=recorder
+            pool,
+            controller.create_runtime,
+            restarts=restarts,
+            perf=perf,
+            timers=timers,
+            recorder=recorder,
+            serial=options.debug,
         )
         if models is not None:
             models.attach(env_manager.runtimes)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from mlagents_envs.base_env import BehaviorSpec, DecisionSteps, TerminalSteps
@@ -39,6 +39,15 @@ _SMALL_BATCH = 4
 time (integer indexing); larger ones with one fancy-indexed operation per field."""
 _ID_BITS = 32  # as processors.agent_table.agent_keys
 _ID_MASK = (1 << _ID_BITS) - 1
+
+
+class UnrecordedStep(NamedTuple):
+    """A worker's step not yet recorded, as far as its agents' memories go: recording it gives
+    each agent the memory its previous action produced, and a new episode's agent (an id in
+    ``ended`` and deciding again) zeros."""
+
+    previous: ActionInfo | None  # the action the step follows (add_experiences' previous_action)
+    ended: np.ndarray  # the step's terminal agent ids
 
 
 def allowed_actions(decision_steps: DecisionSteps, mask_width: int) -> np.ndarray | None:
@@ -254,13 +263,34 @@ class AgentProcessor:
             self._groups.forget(slots[workers == worker_id])
         self._last_decision.pop(worker_id, None)
 
-    def get_memories(self, worker_id: int, agent_ids: np.ndarray) -> np.ndarray:
-        """[N, k] memory to feed the policy with these agents' current observations."""
+    def get_memories(
+        self,
+        worker_id: int,
+        agent_ids: np.ndarray,
+        *,
+        unrecorded: UnrecordedStep | None = None,
+    ) -> np.ndarray:
+        """[N, k] memory to feed the policy with these agents' current observations: those
+        recorded so far, or with ``unrecorded`` (acting on a step before it is recorded, as the
+        env manager does to send actions first) those that recording the step will leave.
+        """
         out = np.zeros((agent_ids.shape[0], self._memory_size), np.float32)
-        if self._table is not None and self._memory_size:
-            slots = self._table.find(agent_keys(worker_id, agent_ids))
-            known = slots >= 0
-            out[known] = self._table.agent.memory_state[slots[known]]
+        if self._table is None or not self._memory_size:
+            return out
+        slots = self._table.find(agent_keys(worker_id, agent_ids))
+        known = slots >= 0
+        out[known] = self._table.agent.memory_state[slots[known]]
+        if unrecorded is None:
+            return out
+        previous, ended = unrecorded.previous, unrecorded.ended
+        if previous is not None and len(previous) > 0:
+            row_of = {int(agent_id): row for row, agent_id in enumerate(previous.agent_ids.tolist())}
+            for i, agent_id in enumerate(agent_ids.tolist()):
+                row = row_of.get(agent_id)
+                if row is not None and known[i]:
+                    out[i] = previous.memories[row]
+        if ended.shape[0] > 0:
+            out[np.isin(agent_ids, ended)] = 0.0
         return out
 
     def get_previous_actions(self, worker_id: int, agent_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,6 +14,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import attrs
 from mlagents_envs.base_env import ActionTuple, BaseEnv
@@ -25,6 +26,9 @@ from envs.workers.records import SpecRecord, StepsRecord, WorkerFault, WorkerRes
 from envs.workers.sources import open_environment, worker_port
 
 logger = logging.getLogger(__name__)
+
+#: Seconds ``InProcessPool.close`` lets a background step finish before it closes the environment.
+_CLOSE_WAIT_S = 1.0
 
 
 def observe(opened: OpenEnv, known: set[str], worker_id: int, generation: int, env_seconds: float) -> WorkerResult:
@@ -113,14 +117,24 @@ class EnvWorkerPool(abc.ABC):
 
 
 class InProcessPool(EnvWorkerPool):
-    """One environment (worker 0) stepped in the calling thread.
+    """One environment (worker 0), stepped in this process.
 
     ``opener`` returns the environment (default: :func:`open_environment` of ``launch``).
+    With ``background=True`` a step runs in a thread of its own, so the caller works while it
+    runs: for an environment that simulates in another process (a Unity build, the Editor),
+    whose step waits for it without holding the GIL. Nothing else touches the environment
+    until that step is done: every other call waits for it first.
     """
 
     num_workers = 1
 
-    def __init__(self, launch: EnvLaunch | None = None, *, opener: Callable[[int], OpenEnv] | None = None):
+    def __init__(
+        self,
+        launch: EnvLaunch | None = None,
+        *,
+        opener: Callable[[int], OpenEnv] | None = None,
+        background: bool = False,
+    ):
         if opener is None and launch is None:
             raise ValueError("InProcessPool needs an EnvLaunch or an opener")
         self._opener = opener
@@ -130,6 +144,8 @@ class InProcessPool(EnvWorkerPool):
         self._generation = 0
         self._known: set[str] = set()
         self._ready: deque[WorkerResult | WorkerFault] = deque()
+        self._stepper = ThreadPoolExecutor(1, thread_name_prefix="env-step") if background else None
+        self._stepping: Future[WorkerResult | WorkerFault] | None = None
 
     @property
     def env(self) -> BaseEnv | None:
@@ -142,6 +158,7 @@ class InProcessPool(EnvWorkerPool):
         return WorkerFault(0, self._generation, kind, message, retriable)
 
     def start(self) -> None:
+        self._finish_step()
         self._known = set()
         try:
             if self._opener is not None:
@@ -156,20 +173,44 @@ class InProcessPool(EnvWorkerPool):
             self._ready.append(self._fault(error))
 
     def step(self, worker_id: int, actions: Mapping[str, ActionTuple]) -> None:
-        if self._opened is None:
+        opened = self._opened
+        if opened is None:
+            return
+        self._finish_step()
+        if self._stepper is None:
+            self._ready.append(self._step(opened, actions))
+        else:
+            self._stepping = self._stepper.submit(self._step, opened, actions)
+
+    def _step(self, opened: OpenEnv, actions: Mapping[str, ActionTuple]) -> WorkerResult | WorkerFault:
+        try:
+            seconds = apply_and_step(opened, actions)
+            return observe(opened, self._known, 0, self._generation, seconds)
+        except Exception as error:  # noqa: BLE001 - a fault value
+            return self._fault(error)
+
+    def _finish_step(self, timeout: float | None = None) -> None:
+        """Wait up to ``timeout`` seconds (None: as long as it takes) for a step running in the
+        background; its result is then ready for ``poll``."""
+        stepping = self._stepping
+        if stepping is None:
             return
         try:
-            seconds = apply_and_step(self._opened, actions)
-            self._ready.append(observe(self._opened, self._known, 0, self._generation, seconds))
-        except Exception as error:  # noqa: BLE001 - a fault value
-            self._ready.append(self._fault(error))
+            result = stepping.result(timeout)
+        except TimeoutError:
+            return
+        self._stepping = None
+        self._ready.append(result)
 
     def poll(self, timeout: float) -> list[WorkerResult | WorkerFault]:
+        if not self._ready:
+            self._finish_step(timeout)
         out = list(self._ready)
         self._ready.clear()
         return out
 
     def reset(self, worker_id: int) -> None:
+        self._finish_step()
         if self._opened is None:
             return
         try:
@@ -181,6 +222,7 @@ class InProcessPool(EnvWorkerPool):
             self._ready.append(self._fault(error))
 
     def set_parameters(self, parameters: Mapping[str, ParameterValue]) -> None:
+        self._finish_step()
         self._parameters.update(parameters)
         if self._launch is not None:
             self._launch = with_parameters(self._launch, parameters)
@@ -192,6 +234,7 @@ class InProcessPool(EnvWorkerPool):
                 self._close_env()
 
     def restart(self, worker_id: int) -> None:
+        self._finish_step()
         self._close_env()
         self._generation += 1
         self.start()
@@ -208,5 +251,11 @@ class InProcessPool(EnvWorkerPool):
                 logger.debug("closing worker 0 failed", exc_info=True)
 
     def close(self) -> None:
+        # A step still running ends when its environment closes (a build's wait notices the
+        # build is gone); its result is not wanted.
+        self._finish_step(_CLOSE_WAIT_S)
+        self._stepping = None
         self._close_env()
         self._ready.clear()
+        if self._stepper is not None:
+            self._stepper.shutdown(wait=False)

@@ -70,6 +70,9 @@ class Supports:
     each worker (``env_settings.envs_per_worker``). env_kwargs: keyword arguments to make the
     environment with (``env_settings.env_kwargs``). env_args: command-line arguments of a build
     (``--env-args``). areas: several training areas in one environment (``--num-areas``).
+    simulates_elsewhere: it simulates in a process of its own (a Unity build, the Editor) and a
+    step waits for it without holding the GIL, so one worker steps in a background thread while
+    the run records and trains.
     """
 
     num_envs: bool = True
@@ -78,6 +81,7 @@ class Supports:
     env_kwargs: bool = False
     env_args: bool = False
     areas: bool = False
+    simulates_elsewhere: bool = False
 
 
 @attrs.frozen(kw_only=True)
@@ -184,7 +188,7 @@ EXTERNAL_BUILDS = EnvSource(
     matches=lambda env_path, env_factory: env_factory is None and env_path == EXTERNAL_UNITY,
     check=_nothing_to_check,
     open=open_external_build,
-    supports=Supports(areas=True),
+    supports=Supports(areas=True, simulates_elsewhere=True),
 )
 BUILTIN = EnvSource(
     name="a built-in environment",
@@ -224,7 +228,7 @@ EDITOR = EnvSource(
     matches=lambda env_path, env_factory: env_path is None and env_factory is None,
     check=_nothing_to_check,
     open=open_editor,
-    supports=Supports(num_envs=False, ray=False, areas=True),
+    supports=Supports(num_envs=False, ray=False, areas=True, simulates_elsewhere=True),
     port=lambda launch, worker_id: EDITOR_PORT,
 )
 UNITY_BUILD = EnvSource(
@@ -233,7 +237,7 @@ UNITY_BUILD = EnvSource(
     matches=lambda env_path, env_factory: env_path is not None and env_factory is None,
     check=_check_build,
     open=open_build,
-    supports=Supports(env_args=True, areas=True),
+    supports=Supports(env_args=True, areas=True, simulates_elsewhere=True),
 )
 #: In the order they are tried: the Unity build takes any path no other source claims.
 SOURCES: tuple[EnvSource, ...] = (
