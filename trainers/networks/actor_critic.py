@@ -33,7 +33,7 @@ sequence; a batch of ``B`` rows is ``N = B / sequence_length`` sequences laid en
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, cast
 
 import torch
@@ -176,6 +176,23 @@ class Normalizer(nn.Module):
         self.mean.add_(delta * (m / total))
         self.var.copy_(m2 / total)
         self.count.copy_(total)
+        self._refresh()
+
+    def statistics(self) -> dict[str, Tensor]:
+        """The saved statistics (the state dict's entries), as the buffers themselves."""
+        return {"mean": self.mean, "var": self.var, "count": self.count}
+
+    @torch.no_grad()
+    def load_statistics(self, statistics: Mapping[str, Tensor]) -> None:
+        """Take :meth:`statistics` of a normaliser of the same size (all of them, nothing else):
+        the state dict's load without its per-call machinery (done after every trajectory)."""
+        if statistics.keys() != {"mean", "var", "count"}:
+            raise KeyError(f"normaliser statistics: expected mean, var and count, got {sorted(statistics)}")
+        for name, value in statistics.items():
+            buffer = getattr(self, name)
+            if value.shape != buffer.shape:
+                raise ValueError(f"normaliser {name}: expected shape {list(buffer.shape)}, got {list(value.shape)}")
+            buffer.copy_(value)
         self._refresh()
 
     def forward(self, x: Tensor) -> Tensor:

@@ -100,6 +100,8 @@ class TorchPolicy:
         self.actor.to(self.device).eval()
         self.memory_size = self.actor.memory_size
         self._generator = seeding.generator(self.seed, Stream.POLICY_SAMPLING, self.device)
+        # found once: they are published after every trajectory a trainer takes
+        self._normalizers = {name: m for name, m in self.actor.named_modules() if isinstance(m, Normalizer)}
 
     @contextlib.contextmanager
     def training(self) -> Iterator[None]:
@@ -291,26 +293,22 @@ class TorchPolicy:
         no vector observation)."""
         state = {
             f"{name}.{key}": value.detach().to("cpu", copy=True)
-            for name, module in self._normalizers().items()
-            for key, value in module.state_dict().items()
+            for name, module in self._normalizers.items()
+            for key, value in module.statistics().items()
         }
         return NormalizerStats(state) if state else None
 
     def load_normalizer_stats(self, stats: NormalizerStats) -> None:
         """Set the actor's normalisers from :meth:`normalizer_stats` of an equal policy; the
         weights stay. Every normaliser must be there, and nothing else."""
-        normalizers = self._normalizers()
-        parts: dict[str, dict[str, Tensor]] = {name: {} for name in normalizers}
+        parts: dict[str, dict[str, Tensor]] = {name: {} for name in self._normalizers}
         for key, value in stats.state.items():
             name, _, field = key.rpartition(".")
             if name not in parts:
                 raise KeyError(f"normaliser statistics name {key!r}, which this policy's actor does not have")
             parts[name][field] = value
-        for name, module in normalizers.items():
-            module.load_state_dict(parts[name], strict=True)
-
-    def _normalizers(self) -> dict[str, Normalizer]:
-        return {name: module for name, module in self.actor.named_modules() if isinstance(module, Normalizer)}
+        for name, module in self._normalizers.items():
+            module.load_statistics(parts[name])
 
 
 @attrs.frozen
