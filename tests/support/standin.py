@@ -77,6 +77,11 @@ A group's episode ends for all its members at once (group reward with their term
 then every member, fallen ones too, starts anew with fresh ids, as ``EndGroupEpisode`` and
 re-registering do in Unity.
 
+A slower build (``--step-sleep-ms`` or env ``STANDIN_STEP_SLEEP_MS``, default 0): sleep that
+many milliseconds (a float) in every academy step, including the steps in which no agent
+decides and nothing is sent, as a real scene's physics costs time whether or not anyone
+decides (the balance scene's 5-step decision period makes 2 ms a step about 10 ms a message).
+
 Faults on request (flags or env ``STANDIN_CRASH_AFTER`` etc.): after answering N step
 commands, the next one makes the build crash (SIGSEGV), hang (sleep, still alive) or quit
 (the quit message Unity sends on Application.Quit, then exit 0); ``--die-at-startup`` exits
@@ -639,10 +644,11 @@ class Academy:
     """Steps the groups and builds UnityRLOutputProto messages as the C# Academy does;
     ``channels_first`` lays images out as package 3.x+ does (see the module docstring)."""
 
-    def __init__(self, groups: list[Group], pb, *, channels_first: bool = False) -> None:
+    def __init__(self, groups: list[Group], pb, *, channels_first: bool = False, step_sleep_s: float = 0.0) -> None:
         self.groups = groups
         self.pb = pb
         self.channels_first = channels_first
+        self.step_sleep_s = step_sleep_s  # per academy step: the scene's physics (--step-sleep-ms)
         self.academy_step = 0  # since the last reset: decisions are timed by it
         self.total_steps = 0  # since start: spawning is timed by it
         self.next_id = 0
@@ -759,6 +765,8 @@ class Academy:
         rl_output = output.rl_output
         infos_by_name = rl_output.agentInfos
         while True:
+            if self.step_sleep_s:
+                time.sleep(self.step_sleep_s)
             if self.need_physics:
                 self._physics(infos_by_name)
             self.need_physics = True
@@ -841,6 +849,11 @@ def _env_int(name: str) -> int | None:
     return int(value) if value not in (None, "") else None
 
 
+def _env_float(name: str) -> float | None:
+    value = os.environ.get(name)
+    return float(value) if value not in (None, "") else None
+
+
 def _package_version(value: str) -> str:
     try:
         package_major(value)
@@ -866,6 +879,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         type=_package_version,
         default=os.environ.get("STANDIN_PACKAGE_VERSION") or PACKAGE_VERSION,
         help="the com.unity.ml-agents version to play (major >= 3: images [C, H, W])",
+    )
+    parser.add_argument(
+        "--step-sleep-ms",
+        type=float,
+        default=_env_float("STANDIN_STEP_SLEEP_MS") or 0.0,
+        help="milliseconds slept in every academy step, as a scene's physics (default 0)",
     )
     parser.add_argument("--crash-after", type=int, default=_env_int("STANDIN_CRASH_AFTER"))
     parser.add_argument("--hang-after", type=int, default=_env_int("STANDIN_HANG_AFTER"))
@@ -1006,7 +1025,10 @@ class Player:
             os._exit(3)
         rng = np.random.default_rng(seed)
         self.academy = Academy(
-            make_groups(options, rng, self.params), pb, channels_first=channels_first(options.package_version)
+            make_groups(options, rng, self.params),
+            pb,
+            channels_first=channels_first(options.package_version),
+            step_sleep_s=options.step_sleep_ms / 1000.0,
         )
         self.academy.stats.extend(self._early_stats)
         second = pb.UnityMessageProto()
