@@ -16,20 +16,26 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 import attrs
-from mlagents_envs.base_env import ActionTuple, BehaviorSpec, DecisionSteps, TerminalSteps
+from mlagents_envs.base_env import ActionTuple, BehaviorSpec
 
 from envs.parameters import ParameterValue
 from envs.workers import EnvWorkerPool, RestartBudget, WorkerFault, WorkerResult
-from envs.workers.records import TakenActions
-from orchestration.acting import Deciding, decide
 from orchestration.build_generations import BuildGenerations
 from orchestration.demo_recorder import DemoRecorder
-from processors import ActionInfo, AgentManager, AgentManagerQueue, UnrecordedStep
+from orchestration.stepping import (
+    BehaviorStep,
+    LastActions,
+    decide_steps,
+    read_steps,
+    record_env_stats,
+    record_step,
+)
+from processors import AgentManager, AgentManagerQueue
 from stats import PerfKind, PerfStats, Timers, timed_method
-from stats.timer_names import ENV_STEP, ENV_WAIT, POLICY_EVALUATE, PROCESS_STEPS, STEP_WORKERS, TAKE_STEP
+from stats.timer_names import ENV_STEP, ENV_WAIT, PROCESS_STEPS, STEP_WORKERS, TAKE_STEP
 from trainers.exceptions import RunEnvironmentError
 from trainers.networks.policy import TorchPolicy, newest_updates
 
@@ -79,24 +85,6 @@ def allow_restart(fault: WorkerFault, restarts: RestartBudget, now: float, *, st
     restarts.record(worker_id, now)
 
 
-class BehaviorStep(NamedTuple):
-    """One worker's step of one behavior, as read from its result."""
-
-    worker_id: int
-    behavior_id: str
-    runtime: BehaviorRuntime
-    decision: DecisionSteps
-    terminal: TerminalSteps
-    previous: ActionInfo | None  # the actions the step follows
-    taken: TakenActions | None  # the actions its agents took themselves (a policy client's)
-
-
-class EnvStatAggregation(NamedTuple):
-    """An aggregation number from a pool as the ``.value`` that ``record_environment_stats`` reads."""
-
-    value: int
-
-
 class EnvManager:
     """Drives a pool for the trainer controller; see the module docstring.
 
@@ -133,7 +121,7 @@ class EnvManager:
         self._clock = clock
         self.recorder = recorder
         self.runtimes: dict[str, BehaviorRuntime] = {}
-        self._last_action: dict[tuple[int, str], ActionInfo] = {}
+        self._last_action: LastActions = {}
         self._has_stepped: set[int] = set()
         self.agent_steps = 0
         self.agent_steps_by_behavior: dict[str, int] = defaultdict(int)
@@ -245,16 +233,9 @@ class EnvManager:
         get their runtime first)."""
         steps = []
         for result in results:
-            worker_id = result.worker_id
-            self._has_stepped.add(worker_id)
+            self._has_stepped.add(result.worker_id)
             self._take_specs(result)
-            for behavior_id, record in result.steps.items():
-                runtime = self.runtimes.get(behavior_id)
-                if runtime is None:  # the spec came in a generation that was dropped
-                    continue
-                decision, terminal = record.to_steps()
-                previous = self._last_action.pop((worker_id, behavior_id), None)
-                steps.append(BehaviorStep(worker_id, behavior_id, runtime, decision, terminal, previous, record.taken))
+            steps += read_steps(result, self.runtimes, self._last_action)
         return steps
 
     def _record(self, steps: list[BehaviorStep], results: list[WorkerResult]) -> None:
@@ -262,46 +243,22 @@ class EnvManager:
         environments' stats."""
         with self.perf.measure(PerfKind.PROCESSING), self.timers.scope(PROCESS_STEPS):
             for step in steps:
-                manager = step.runtime.manager
-                manager.add_experiences(step.decision, step.terminal, step.worker_id, step.previous)
-                if self.recorder is not None:
-                    self.recorder.record(
-                        step.worker_id,
-                        step.behavior_id,
-                        step.runtime.policy.behavior_spec,
-                        step.decision,
-                        step.terminal,
-                        step.previous,
-                    )
-                n = len(step.decision) + len(step.terminal)
+                n = record_step(step)
                 self.agent_steps += n
                 self.agent_steps_by_behavior[step.behavior_id] += n
+                if self.recorder is not None:
+                    spec = step.behavior.policy.behavior_spec
+                    self.recorder.record(
+                        step.worker_id, step.behavior_id, spec, step.decision, step.terminal, step.previous
+                    )
             for result in results:
-                if result.env_stats:
-                    stats = {
-                        k: [(v, EnvStatAggregation(a)) for v, a in values] for k, values in result.env_stats.items()
-                    }
-                    for runtime in self.runtimes.values():
-                        runtime.manager.record_environment_stats(stats, result.worker_id)
+                record_env_stats(result, self.runtimes)
 
     @timed_method(TAKE_STEP)
     def _act(self, steps: list[BehaviorStep]) -> dict[int, dict[str, ActionTuple]]:
         """Each behavior's actions for its deciding agents on every ready worker, in one batch
         (before the steps are recorded, unless ``serial``: the memories are the same)."""
-        deciding: dict[str, list[Deciding]] = defaultdict(list)
-        for step in steps:
-            if len(step.decision) > 0:
-                unrecorded = None if self.serial else UnrecordedStep(step.previous, step.terminal.agent_id)
-                deciding[step.behavior_id].append(Deciding(step.worker_id, step.decision, step.taken, unrecorded))
-        actions: dict[int, dict[str, ActionTuple]] = defaultdict(dict)
-        for behavior_id, parts in deciding.items():
-            runtime = self.runtimes[behavior_id]
-            with self.timers.scope(POLICY_EVALUATE):
-                infos = decide(runtime.policy, runtime.manager, parts)
-            for part, info in zip(parts, infos, strict=True):
-                self._last_action[(part.worker_id, behavior_id)] = info
-                actions[part.worker_id][behavior_id] = info.env_actions
-        return actions
+        return decide_steps(steps, self._last_action, recorded=self.serial, timers=self.timers)
 
     def _handle_fault(self, fault: WorkerFault) -> None:
         worker_id = fault.worker_id

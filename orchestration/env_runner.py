@@ -33,9 +33,8 @@ from envs.workers import (
     worker_port,
 )
 from envs.workers.pool import apply_and_step, observe, with_parameters
-from orchestration.acting import Deciding, decide
-from orchestration.env_manager import EnvStatAggregation
-from processors import ActionInfo, AgentManager, BehaviorIdentifiers, Trajectory
+from orchestration.stepping import LastActions, decide_steps, read_steps, record_env_stats, record_step
+from processors import AgentManager, BehaviorIdentifiers, Trajectory
 from stats import StatsAggregationMethod, StatsReporter
 from trainers.networks.policy import NormalizerStats, PolicyBlueprint, TorchPolicy
 from trainers.seeding import team_seed
@@ -118,7 +117,7 @@ class EnvRunner:
         self._known: set[str] = set()
         self._pending: WorkerResult | None = None  # the observation not yet acted on
         self._behaviors: dict[str, _Behavior] = {}
-        self._last_action: dict[str, ActionInfo] = {}
+        self._last_action: LastActions = {}
         self._new_specs: dict[str, SpecRecord] = {}
         self._agent_steps: dict[str, int] = defaultdict(int)
 
@@ -217,22 +216,13 @@ class EnvRunner:
         self._pending = result
 
     def _process(self, result: WorkerResult) -> dict[str, ActionTuple]:
-        """Hand the steps to the processors and decide the next actions."""
-        actions: dict[str, ActionTuple] = {}
-        for behavior_id, record in result.steps.items():
-            behavior = self._behaviors[behavior_id]
-            decision, terminal = record.to_steps()
-            previous = self._last_action.pop(behavior_id, None)
-            behavior.manager.add_experiences(decision, terminal, self.worker_id, previous)
-            self._agent_steps[behavior_id] += len(decision) + len(terminal)
-            if len(decision) > 0:
-                (info,) = decide(behavior.policy, behavior.manager, [Deciding(self.worker_id, decision, record.taken)])
-                self._last_action[behavior_id] = info
-                actions[behavior_id] = info.env_actions
-        if result.env_stats:
-            stats = {k: [(v, EnvStatAggregation(a)) for v, a in values] for k, values in result.env_stats.items()}
-            for behavior in self._behaviors.values():
-                behavior.manager.record_environment_stats(stats, self.worker_id)
+        """Decide the next actions, then hand the steps to the processors (the env manager's
+        order and parts: :mod:`orchestration.stepping`)."""
+        steps = read_steps(result, self._behaviors, self._last_action)
+        actions = decide_steps(steps, self._last_action, recorded=False).get(self.worker_id, {})
+        for step in steps:
+            self._agent_steps[step.behavior_id] += record_step(step)
+        record_env_stats(result, self._behaviors)
         return actions
 
     def _fault(self, error: BaseException) -> WorkerFault:
