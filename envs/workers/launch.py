@@ -20,6 +20,7 @@ from mlagents_envs.base_env import BaseEnv
 from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig
 
 from envs.parameters import ParameterValue
+from envs.workers.extras import ReportsStats, TakesParameters, TakesParameterValues
 
 if TYPE_CHECKING:
     from mlagents_envs.side_channel.side_channel import SideChannel
@@ -209,8 +210,8 @@ def open_python(launch: EnvLaunch, worker_id: int) -> OpenEnv:
             raise
     if channels is not None:
         return OpenEnv(env, channels.stats.get_and_reset_stats, channels.send_parameters)
-    get_stats = getattr(env, "get_and_reset_stats", None)
-    return OpenEnv(env, get_stats if callable(get_stats) else dict, _python_parameter_setter(env))
+    get_stats = env.get_and_reset_stats if isinstance(env, ReportsStats) else dict
+    return OpenEnv(env, get_stats, _python_parameter_setter(env))
 
 
 def _python_parameter_setter(env: BaseEnv) -> ParameterSetter:
@@ -218,15 +219,13 @@ def _python_parameter_setter(env: BaseEnv) -> ParameterSetter:
     ``set_env_parameter_value(key, ParameterValue)`` as the built-in environments have, else
     ``set_env_parameter(key, float)`` for constants. Without either, an update is an error
     naming what the environment lacks (it would otherwise never see the new lesson)."""
-    with_values = getattr(env, "set_env_parameter_value", None)
-    with_floats = getattr(env, "set_env_parameter", None)
 
     def set_parameters(parameters: Mapping[str, ParameterValue]) -> None:
         for key, value in parameters.items():
-            if callable(with_values):
-                with_values(key, value)
-            elif callable(with_floats) and value.is_constant:
-                with_floats(key, value.numbers[0])
+            if isinstance(env, TakesParameterValues):
+                env.set_env_parameter_value(key, value)
+            elif isinstance(env, TakesParameters) and value.is_constant:
+                env.set_env_parameter(key, value.numbers[0])
             else:
                 raise EnvironmentParametersError(
                     f"{type(env).__name__} cannot take the new value of environment parameter {key!r} "

@@ -20,6 +20,7 @@ import attrs
 from mlagents_envs.base_env import ActionTuple, BaseEnv
 
 from envs.parameters import ParameterValue
+from envs.workers.extras import ActsItself, ReportsPackage
 from envs.workers.faults import classify_error
 from envs.workers.launch import EnvLaunch, OpenEnv
 from envs.workers.records import SpecRecord, StepsRecord, WorkerFault, WorkerResult
@@ -37,19 +38,17 @@ def observe(opened: OpenEnv, known: set[str], worker_id: int, generation: int, e
     choose some actions themselves (the policy server) says which through a
     ``taken_actions(behavior_id) -> TakenActions | None`` method, read with the steps."""
     env = opened.env
-    taken_actions = getattr(env, "taken_actions", None)
+    acts_itself = isinstance(env, ActsItself)
     specs = env.behavior_specs
     new_specs = {}
     steps = {}
     for behavior_id in list(specs):
         if behavior_id not in known:
             known.add(behavior_id)
-            package = getattr(env, "package_version", "")  # a Unity build's (envs.unity.UnityEnvironment)
-            new_specs[behavior_id] = SpecRecord.from_spec(
-                specs[behavior_id], package if isinstance(package, str) else ""
-            )
+            package = env.package_version if isinstance(env, ReportsPackage) else ""
+            new_specs[behavior_id] = SpecRecord.from_spec(specs[behavior_id], package)
         decision, terminal = env.get_steps(behavior_id)
-        taken = None if taken_actions is None else taken_actions(behavior_id)
+        taken = env.taken_actions(behavior_id) if acts_itself else None
         steps[behavior_id] = StepsRecord.from_steps(decision, terminal, taken)
     stats = {
         key: [(float(v), int(getattr(agg, "value", agg))) for v, agg in values]
