@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import threading
 import time
 
 import numpy as np
@@ -258,6 +259,29 @@ def test_port_is_loopback_only_unless_asked(caplog):
         assert "without authentication" in caplog.text and "worker 1" in caplog.text
     finally:
         everywhere.close()
+
+
+def test_a_wait_for_unity_ends_when_another_thread_closes_the_connection():
+    """A step waiting in the background (the Editor: no process to watch) ends at close, with
+    an error, instead of holding the process until timeout_wait."""
+    from mlagents_envs.communicator_objects.unity_input_pb2 import UnityInputProto
+
+    communicator = LoopbackCommunicator(0, 0, 60)
+    errors: list[BaseException] = []
+
+    def wait() -> None:
+        try:
+            communicator.exchange(UnityInputProto())
+        except BaseException as error:  # noqa: BLE001 - what the waiting thread saw
+            errors.append(error)
+
+    waiting = threading.Thread(target=wait, daemon=True)
+    waiting.start()
+    time.sleep(0.2)
+    communicator.close()
+    waiting.join(5.0)
+    assert not waiting.is_alive()
+    assert [type(e) for e in errors] == [UnityBuildQuitError] and "closed" in str(errors[0])
 
 
 def test_port_in_use_is_refused():

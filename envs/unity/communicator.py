@@ -297,6 +297,12 @@ class LoopbackCommunicator(Communicator):
             try:
                 message = inbox.get(timeout=min(self.poll_interval_s, remaining))
             except queue.Empty:
+                if not self.is_open:  # closed from another thread (a step waiting in the background)
+                    raise UnityBuildQuitError(
+                        f"{self._where()}: the connection was closed while Python was waiting for {waiting_for}.",
+                        worker_id=self.worker_id,
+                        port=self.port,
+                    ) from None
                 if poll_callback is not None:
                     poll_callback()
                 continue

@@ -250,8 +250,8 @@ class InProcessPool(EnvWorkerPool):
                 logger.debug("closing worker 0 failed", exc_info=True)
 
     def close(self) -> None:
-        # A step still running ends when its environment closes (a build's wait notices the
-        # build is gone); its result is not wanted.
+        # A step still running ends when its environment closes (a wait for Unity's reply ends
+        # when its connection closes); its result is not wanted.
         self._finish_step(_CLOSE_WAIT_S)
         self._stepping = None
         self._close_env()
