@@ -9,6 +9,7 @@ actions and trajectories are those of recording first (``recorded=True``, ``--de
 
 from __future__ import annotations
 
+import contextlib
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import NamedTuple, Protocol
@@ -86,11 +87,8 @@ def decide_steps(
     actions: dict[int, dict[str, ActionTuple]] = defaultdict(dict)
     for behavior_id, parts in deciding.items():
         behavior = behaviors[behavior_id]
-        if timers is None:
+        with timers.scope(POLICY_EVALUATE) if timers is not None else contextlib.nullcontext():
             infos = decide(behavior.policy, behavior.manager, parts)
-        else:
-            with timers.scope(POLICY_EVALUATE):
-                infos = decide(behavior.policy, behavior.manager, parts)
         for part, info in zip(parts, infos, strict=True):
             last_actions[(part.worker_id, behavior_id)] = info
             actions[part.worker_id][behavior_id] = info.env_actions

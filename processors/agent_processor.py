@@ -284,11 +284,11 @@ class AgentProcessor:
             return out
         previous, ended = unrecorded.previous, unrecorded.ended
         if previous is not None and len(previous) > 0:
-            row_of = {int(agent_id): row for row, agent_id in enumerate(previous.agent_ids.tolist())}
-            for i, agent_id in enumerate(agent_ids.tolist()):
-                row = row_of.get(agent_id)
-                if row is not None and known[i]:
-                    out[i] = previous.memories[row]
+            order = np.argsort(previous.agent_ids, kind="stable")
+            sorted_ids = previous.agent_ids[order]
+            at = np.minimum(np.searchsorted(sorted_ids, agent_ids), sorted_ids.shape[0] - 1)
+            covered = known & (sorted_ids[at] == agent_ids)
+            out[covered] = previous.memories[order[at[covered]]]
         if ended.shape[0] > 0:
             out[np.isin(agent_ids, ended)] = 0.0
         return out
