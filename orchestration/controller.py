@@ -201,6 +201,8 @@ class TrainerController:
             checkpoints=checkpoints,
             seed=self.seed,
             device=self._device_for(name, spec, settings),
+            perf=self.perf,
+            timers=self.timers,
         )
         # --inference acts with the learning policy on every team: no ghost around it
         learner: Trainer | GhostTrainer = wrapped
@@ -225,8 +227,6 @@ class TrainerController:
             learner.initialize_from(settings.init_path)
             logger.info("Initialized %s from %s", name, settings.init_path)
         trainer: Trainer | GhostTrainer | InferenceTrainer = InferenceTrainer(wrapped) if self.inference else learner
-        trainer.perf = self.perf
-        trainer.timers = self.timers
         reporter.add_property(StatsProperty.HYPERPARAMETERS, settings)
         reporter.add_property(StatsProperty.IS_TRAINING, not self.inference)
         reporter.add_property(StatsProperty.START_STEP, trainer.step)

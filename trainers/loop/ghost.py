@@ -297,17 +297,9 @@ class GhostTrainer:
     def perf(self) -> PerfStats | None:
         return self.trainer.perf
 
-    @perf.setter
-    def perf(self, value: PerfStats | None) -> None:
-        self.trainer.perf = value
-
     @property
     def timers(self) -> Timers:
         return self.trainer.timers
-
-    @timers.setter
-    def timers(self, value: Timers) -> None:
-        self.trainer.timers = value
 
     @property
     def schedule_step(self) -> int:

@@ -36,8 +36,6 @@ class InferenceTrainer:
         self.step = trainer.step
         freq = trainer.settings.summary_freq
         self._next_summary = (self.step // freq + 1) * freq
-        self.perf: PerfStats | None = None
-        self.timers = Timers()
 
     @property
     def behavior_name(self) -> str:
@@ -54,6 +52,14 @@ class InferenceTrainer:
     @property
     def policy(self) -> TorchPolicy:
         return self._trainer.policy
+
+    @property
+    def perf(self) -> PerfStats | None:
+        return self._trainer.perf
+
+    @property
+    def timers(self) -> Timers:
+        return self._trainer.timers
 
     @property
     def should_still_train(self) -> bool:

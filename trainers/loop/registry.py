@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the algorithms and torch load when a trainer is made: a con
     import torch
     from mlagents_envs.base_env import BehaviorSpec
 
-    from stats import StatsReporter
+    from stats import PerfStats, StatsReporter, Timers
     from trainers.files.checkpoints import BehaviorCheckpoints
     from trainers.loop.algorithm import Algorithm, AlgorithmFactory
     from trainers.loop.trainer import Trainer
@@ -89,8 +89,11 @@ class TrainerRegistry:
         checkpoints: BehaviorCheckpoints | None,
         seed: int,
         device: str | torch.device,
+        perf: PerfStats | None = None,
+        timers: Timers | None = None,
     ) -> Trainer:
-        """A trainer for one behavior; a clear error if its type has no trainer."""
+        """A trainer for one behavior; a clear error if its type has no trainer. ``perf`` and
+        ``timers`` are the run's (its updates are timed in them)."""
         algorithm_class = self.algorithms.get(settings.trainer_type)
         if algorithm_class is None:
             available = ", ".join(sorted(self.algorithms))
@@ -115,4 +118,6 @@ class TrainerRegistry:
             algorithm=algorithm,
             stats_reporter=stats_reporter,
             checkpoints=checkpoints,
+            perf=perf,
+            timers=timers,
         )

@@ -60,6 +60,8 @@ class Trainer:
         algorithm: Algorithm,
         stats_reporter: StatsReporter,
         checkpoints: BehaviorCheckpoints | None,
+        perf: PerfStats | None = None,
+        timers: Timers | None = None,
     ):
         self.behavior_name = behavior_name
         self.settings = settings
@@ -75,8 +77,8 @@ class Trainer:
         self._next_checkpoint_step = settings.effective_checkpoint_interval
         self._last_checkpoint: CheckpointRecord | None = None
         self._recent_reward: float | None = None
-        self.perf: PerfStats | None = None  # when set, every update is timed as PerfKind.UPDATE
-        self.timers = Timers()  # the controller hands over the run's (timers.json)
+        self.perf = perf  # the run's: every update is timed as PerfKind.UPDATE
+        self.timers = timers if timers is not None else Timers()  # the run's (timers.json)
         # Machinery around the loop (self-play's ghost trainer) whose state goes into every
         # checkpoint under its key and comes back on --resume.
         self.checkpoint_extensions: dict[str, CheckpointExtension] = {}
