@@ -2,7 +2,10 @@
 
 Settings (issue 12): ``3dball`` is ML-Agents' config/sac/3DBall.yaml (batch 64, 2 layers of 64,
 normalize, 8 observation floats, 2 continuous actions, a 200k replay buffer); ``walker`` is
-Walker-sized (batch 256, 3 layers of 256, normalize, 243 floats, 39 continuous actions, 200k).
+Walker-sized (batch 256, 3 layers of 256, normalize, 243 floats, 39 continuous actions, 200k);
+``hybrid_test`` is the size of the hybrid learning tests on Simple (batch 256, 1 layer of 16, 2
+floats, 1 continuous action and two discrete branches of 2, no normalisation), where a step is
+nearly all per-op overhead.
 The replay buffer is filled with random transitions first, then ``SAC.update`` runs the gradient
 steps that ``steps_per_update`` makes due, each on a minibatch drawn from the full buffer:
 exactly the trainer's work per gradient step (sample, rewards, losses, optimiser, target
@@ -36,6 +39,15 @@ from trainers.settings import NetworkSettings, SACSettings, TrainerSettings  # n
 SETTINGS = {
     "3dball": {"batch_size": 64, "hidden_units": 64, "num_layers": 2, "obs": 8, "continuous": 2},
     "walker": {"batch_size": 256, "hidden_units": 256, "num_layers": 3, "obs": 243, "continuous": 39},
+    "hybrid_test": {
+        "batch_size": 256,
+        "hidden_units": 16,
+        "num_layers": 1,
+        "obs": 2,
+        "continuous": 1,
+        "branches": (2, 2),
+        "normalize": False,
+    },
 }
 BUFFER_SIZE = 200_000
 CHUNK = 1000  # transitions per synthetic trajectory while filling
@@ -47,16 +59,22 @@ def build(name: str) -> SAC:
         trainer_type="sac",
         hyperparameters=SACSettings(batch_size=config["batch_size"], buffer_size=BUFFER_SIZE, steps_per_update=1.0),
         network_settings=NetworkSettings(
-            normalize=True, hidden_units=config["hidden_units"], num_layers=config["num_layers"]
+            normalize=config.get("normalize", True),
+            hidden_units=config["hidden_units"],
+            num_layers=config["num_layers"],
         ),
         max_steps=10**9,
     )
-    spec = behavior_spec(obs_shapes=((config["obs"],),), continuous=config["continuous"])
+    branches = tuple(config.get("branches", ()))
+    spec = behavior_spec(obs_shapes=((config["obs"],),), continuous=config["continuous"], branches=branches)
     sac = SAC(behavior_name="Bench", behavior_spec=spec, settings=settings, stats_reporter=StatsReporter("Bench"))
     rng = np.random.default_rng(0)
     for i in range(BUFFER_SIZE // CHUNK):
         done = np.zeros(CHUNK, bool)
         done[-1] = True
+        discrete = np.zeros((CHUNK, len(branches)), np.int32)
+        for b, n in enumerate(branches):
+            discrete[:, b] = rng.integers(0, n, CHUNK)
         sac.replay.add(
             Trajectory(
                 behavior_id="Bench?team=0",
@@ -67,12 +85,12 @@ def build(name: str) -> SAC:
                 done=done,
                 interrupted=np.zeros(CHUNK, bool),
                 continuous_actions=rng.uniform(-1, 1, (CHUNK, config["continuous"])).astype(np.float32),
-                discrete_actions=np.zeros((CHUNK, 0), np.int32),
+                discrete_actions=discrete,
                 continuous_log_probs=np.zeros((CHUNK, config["continuous"]), np.float32),
-                discrete_log_probs=np.zeros((CHUNK, 0), np.float32),
-                action_masks=np.zeros((CHUNK, 0), bool),
+                discrete_log_probs=np.zeros((CHUNK, len(branches)), np.float32),
+                action_masks=np.ones((CHUNK, sum(branches)), bool),
                 prev_continuous_actions=np.zeros((CHUNK, config["continuous"]), np.float32),
-                prev_discrete_actions=np.zeros((CHUNK, 0), np.int32),
+                prev_discrete_actions=np.zeros((CHUNK, len(branches)), np.int32),
                 memories=np.zeros((CHUNK, 0), np.float32),
             ),
             rng.standard_normal((CHUNK, 1)).astype(np.float32),

@@ -12,8 +12,10 @@ discrete branches).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -33,9 +35,45 @@ def target_entropies(continuous_size: int, discrete_branches: Sequence[int]) -> 
     return continuous, discrete
 
 
-def _branches(x: Tensor, branches: Sequence[int]) -> tuple[Tensor, ...]:
-    """Split the last axis of ``x`` (``m`` wide) into one piece per branch."""
-    return torch.split(x, list(branches), dim=-1)
+class _BranchLayout(NamedTuple):
+    """Where each branch's actions sit among the ``m`` discrete outputs, so per-branch sums and
+    picks are one tensor op each instead of one per branch (a gradient step is op-bound)."""
+
+    offsets: Tensor  # [nb] the first output of each branch
+    branch_of_output: Tensor  # [m] the branch of each output
+    one_hot: Tensor  # [m, nb] float: x @ one_hot sums x's outputs branch by branch
+
+
+@functools.lru_cache(maxsize=64)
+def _layout(branches: tuple[int, ...], device: torch.device, dtype: torch.dtype) -> _BranchLayout:
+    with torch.inference_mode(False):  # cached: usable in autograd even if first made under inference
+        sizes = torch.tensor(branches, dtype=torch.long)
+        branch_of_output = torch.repeat_interleave(torch.arange(len(branches)), sizes)
+        offsets = torch.cumsum(sizes, dim=0) - sizes
+        one_hot = torch.nn.functional.one_hot(branch_of_output, len(branches)).to(dtype)
+        return _BranchLayout(offsets.to(device), branch_of_output.to(device), one_hot.to(device))
+
+
+def _branch_layout(branches: Sequence[int], like: Tensor) -> _BranchLayout:
+    return _layout(tuple(int(n) for n in branches), like.device, like.dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _constant(values: tuple[float, ...], device: torch.device, dtype: torch.dtype) -> Tensor:
+    with torch.inference_mode(False):
+        return torch.tensor(values, device=device, dtype=dtype)
+
+
+def _total(terms: list[Tensor], like: Tensor, shape: Sequence[int]) -> Tensor:
+    """The sum of ``terms``, zeros of ``shape`` if there are none (no op for a single term)."""
+    if not terms:
+        return like.new_zeros(tuple(shape))
+    return functools.reduce(torch.add, terms)
+
+
+def _per_branch_sums(x: Tensor, branches: Sequence[int]) -> Tensor:
+    """[B, m] -> [B, nb]: the sum of each branch's outputs."""
+    return x @ _branch_layout(branches, x).one_hot
 
 
 def chosen_q(q: Tensor, discrete_actions: Tensor, branches: Sequence[int]) -> Tensor:
@@ -43,11 +81,8 @@ def chosen_q(q: Tensor, discrete_actions: Tensor, branches: Sequence[int]) -> Te
     Continuous-only (no branches): the single output."""
     if not branches:
         return q[..., 0]
-    picked = [
-        qb.gather(2, discrete_actions[:, i].view(-1, 1, 1).expand(-1, q.shape[1], 1))
-        for i, qb in enumerate(_branches(q, branches))
-    ]
-    return torch.cat(picked, dim=2).mean(dim=2)
+    index = discrete_actions.long() + _branch_layout(branches, q).offsets  # [B, b] output of each choice
+    return q.gather(2, index.unsqueeze(1).expand(-1, q.shape[1], -1)).mean(dim=2)
 
 
 def expected_q(q: Tensor, probs: Tensor | None, branches: Sequence[int]) -> Tensor:
@@ -55,8 +90,7 @@ def expected_q(q: Tensor, probs: Tensor | None, branches: Sequence[int]) -> Tens
     [B, m]), averaged over branches; [B, S, K] -> [B, S]. Continuous-only: the single output."""
     if probs is None or not branches:
         return q[..., 0]
-    weighted = q * probs.unsqueeze(1)
-    return torch.stack([part.sum(dim=2) for part in _branches(weighted, branches)], dim=2).mean(dim=2)
+    return (q * probs.unsqueeze(1)).sum(dim=2) / len(branches)
 
 
 def q_backup(rewards: Tensor, dones: Tensor, gammas: Tensor, next_values: Tensor) -> Tensor:
@@ -83,8 +117,7 @@ def _entropy_terms(
     continuous = (continuous_alpha * continuous_log_probs).sum(dim=1)
     if discrete_log_probs is None or not branches:
         return continuous, continuous.new_zeros(batch)
-    plogp = discrete_log_probs.exp() * discrete_log_probs
-    per_branch = torch.stack([part.sum(dim=1) for part in _branches(plogp, branches)], dim=1)  # [B, nb]
+    per_branch = _per_branch_sums(discrete_log_probs.exp() * discrete_log_probs, branches)  # [B, nb]
     return continuous, (discrete_alphas * per_branch).mean(dim=1)
 
 
@@ -128,25 +161,18 @@ def policy_loss(
     actions (a sum over branches, as ML-Agents writes it) or the single output.
     """
     mean_q1 = q1_policy.mean(dim=1)  # [B, K]
-    batch = mean_q1.new_zeros(mean_q1.shape[0])
+    terms = []
     if discrete_log_probs is not None and branches:
         probs = discrete_log_probs.exp()
-        per_branch = [
-            (alpha * p * lp - q * p).sum(dim=1)
-            for alpha, p, lp, q in zip(
-                discrete_alphas,
-                _branches(probs, branches),
-                _branches(discrete_log_probs, branches),
-                _branches(mean_q1, branches),
-            )
-        ]
-        batch = batch + torch.stack(per_branch, dim=1).sum(dim=1)
+        # every branch's sum_j p_j (alpha_b log p_j - Q_j), summed: one sum over all outputs
+        alpha_of_output = discrete_alphas[_branch_layout(branches, probs).branch_of_output]  # [m]
+        terms.append((probs * (alpha_of_output * discrete_log_probs - mean_q1)).sum(dim=1))
         q_of_policy = (probs * mean_q1).sum(dim=1)
     else:
         q_of_policy = mean_q1[:, 0]
     if continuous_log_probs.shape[1]:
-        batch = batch + (continuous_alpha * continuous_log_probs - q_of_policy.unsqueeze(1)).mean(dim=1)
-    return masked_mean(batch, mask)
+        terms.append((continuous_alpha * continuous_log_probs - q_of_policy.unsqueeze(1)).mean(dim=1))
+    return masked_mean(_total(terms, mean_q1, mean_q1.shape[:1]), mask)
 
 
 def entropy_coefficient_loss(
@@ -162,13 +188,12 @@ def entropy_coefficient_loss(
     """Automatic entropy tuning: each log-coefficient moves so its part of the policy's
     entropy approaches the target (``-log_alpha * (log pi + target)``, averaged over the
     transitions of ``mask``, if given). Log-probs are treated as constants."""
-    loss = continuous_log_alpha.new_zeros(())
+    terms = []
     if discrete_log_probs is not None and branches:
         plogp = (discrete_log_probs.exp() * discrete_log_probs).detach()
-        gap = torch.stack([part.sum(dim=1) for part in _branches(plogp, branches)], dim=1)
-        gap = gap + gap.new_tensor(list(discrete_targets))
-        loss = loss - masked_mean((discrete_log_alphas * gap).mean(dim=1), mask)
+        gap = _per_branch_sums(plogp, branches) + _constant(tuple(discrete_targets), plogp.device, plogp.dtype)
+        terms.append(masked_mean((discrete_log_alphas * gap).mean(dim=1), mask))
     if continuous_log_probs.shape[1]:
         gap = continuous_log_probs.detach().sum(dim=1) + continuous_target
-        loss = loss - masked_mean(continuous_log_alpha * gap, mask)
-    return loss
+        terms.append(masked_mean(continuous_log_alpha * gap, mask))
+    return -_total(terms, continuous_log_alpha, ())
