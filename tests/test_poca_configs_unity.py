@@ -36,7 +36,10 @@ SCENES = {
 def cut(behavior: dict) -> dict:
     """The behavior's settings with one update's length (see the module docstring)."""
     behavior = {**behavior, "hyperparameters": {**behavior["hyperparameters"], "buffer_size": 2048, "batch_size": 512}}
-    steps = 2048 + 2 * min(behavior["time_horizon"], 100)  # a stand-in episode is at most 100 steps
+    # A stand-in episode is at most 100 steps, and up to 3 agents of a team (a group) publish a
+    # time horizon's trajectory at the same step: the step count can jump 3 horizons at once,
+    # and a jump past max_steps before the buffer is full would end the run without an update.
+    steps = 2048 + 4 * min(behavior["time_horizon"], 100)
     behavior.update(max_steps=steps, summary_freq=steps, checkpoint_interval=steps)
     if "self_play" in behavior:
         behavior["self_play"] = {**behavior["self_play"], "team_change": steps}
