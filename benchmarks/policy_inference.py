@@ -1,9 +1,10 @@
 """Policy inference speed with ML-Agents' 3DBall settings (8-float observation, 2 continuous
 actions, 2 x 128 hidden, normalize): actions per second through ``TorchPolicy.act`` for
 1, 16 and 256 agents per call, with 1 torch thread and with torch's default thread count
-(unless ``--threads`` picks one). Prints one JSON object.
+(unless ``--threads`` picks one). ``--actions hybrid`` adds two discrete branches (3 and 2
+actions) to the continuous pair, so the discrete draw is measured too. Prints one JSON object.
 
-    .venv/bin/python benchmarks/policy_inference.py [--seconds 1.0] [--threads N]
+    .venv/bin/python benchmarks/policy_inference.py [--seconds 1.0] [--threads N] [--actions hybrid]
 
 On a loaded 2-core machine torch's default (2 OpenMP threads) makes small batches 20-40x
 slower than 1 thread: inference on a few agents wants ``torch.set_num_threads(1)``.
@@ -22,6 +23,8 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 
 from trainers.networks.policy import TorchPolicy
 from trainers.settings import NetworkSettings
+
+ACTIONS = {"continuous": ActionSpec(2, ()), "hybrid": ActionSpec(2, (3, 2))}
 
 
 def measure(policy: TorchPolicy, agents: int, seconds: float) -> dict[str, float]:
@@ -53,12 +56,13 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=None, help="torch.set_num_threads for the run (default: 1, then torch's default)"
     )
+    parser.add_argument("--actions", choices=sorted(ACTIONS), default="continuous", help="the action spec")
     args = parser.parse_args()
     default_threads = torch.get_num_threads()
     thread_counts = [args.threads] if args.threads is not None else sorted({1, default_threads})
     spec = BehaviorSpec(
         [ObservationSpec((8,), (DimensionProperty.NONE,), ObservationType.DEFAULT, "vector")],
-        ActionSpec(2, ()),
+        ACTIONS[args.actions],
     )
     policy = TorchPolicy(spec, NetworkSettings(normalize=True, hidden_units=128, num_layers=2), seed=0)
     policy.update_normalization([np.random.default_rng(1).normal(size=(1000, 8)).astype(np.float32)])
@@ -71,7 +75,8 @@ def main() -> None:
         json.dumps(
             {
                 "benchmark": "policy_inference",
-                "settings": "3DBall: obs 8 floats, 2 continuous actions, 2x128 hidden, normalize",
+                "settings": "3DBall's network: obs 8 floats, 2x128 hidden, normalize",
+                "actions": args.actions,
                 "torch": torch.__version__,
                 "default_torch_threads": default_threads,
                 "machine": platform.machine(),
