@@ -171,13 +171,13 @@ class TrainerController:
                 return str(recorded)
             logger.warning("%s trained on %s, which is not here now; it trains on the CPU", name, recorded)
             return "cpu"
-        factory = self.registry.algorithms.get(settings.trainer_type)
-        if factory is None:  # the registry's error names the trainer type
+        record = self.registry.records.get(settings.trainer_type)
+        if record is None:  # the registry's error names the trainer type
             return "cpu"
         timing = (
             self.device_timing(name, spec, settings)
             if self.device_timing
-            else training_timing(factory, behavior_name=name, spec=spec, settings=settings, seed=self.seed)
+            else training_timing(record.factory, behavior_name=name, spec=spec, settings=settings, seed=self.seed)
         )
         choice = choose_device(timing, candidates)
         logger.info("%s trains %s", name, choice.describe())

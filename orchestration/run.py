@@ -306,7 +306,7 @@ def check_run(
 ) -> str:
     """Everything that can be refused without writing anything or starting an environment
     (``--check`` runs exactly this); returns the torch device to train on."""
-    require_capabilities(options, registry.algorithms)
+    require_capabilities(options, registry.records)
     check_environment(options, env_factory)
     if options.env_settings.ray_address is not None:
         check_ray(options, record_demo, env_factory)

@@ -15,9 +15,16 @@ from orchestration.controller import PERF_AGENT_STEPS_PER_SECOND
 from orchestration.run import build_run
 from stats import StatsWriter
 from trainers.exceptions import TrainerError
-from trainers.loop.registry import TrainerRegistry, builtin_algorithms
+from trainers.loop.registry import TrainerRegistry
 from trainers.ppo.algorithm import PPO
-from trainers.settings import RunOptions, TrainerSettings, builtin_hyperparameter_types, load_run_options
+from trainers.settings import (
+    AlgorithmRecord,
+    PPOSettings,
+    RunOptions,
+    TrainerSettings,
+    builtin_algorithms,
+    load_run_options,
+)
 
 
 class Keep(StatsWriter):
@@ -74,7 +81,7 @@ def make(
 
 
 def test_two_behaviors_train_to_max_steps_and_are_saved(tmp_path):
-    registry = TrainerRegistry(builtin_algorithms(), builtin_hyperparameter_types())
+    registry = TrainerRegistry(builtin_algorithms())
     controller, manager, keep = make(tmp_path, two_behavior_options(tmp_path), registry)
     outcome = controller.run(manager)
     assert not outcome.interrupted
@@ -98,8 +105,10 @@ def test_a_failing_trainer_stops_the_run_after_saving_the_others(tmp_path):
 
 def mixed_registry(failing_algorithm) -> TrainerRegistry:
     """PPO for every behavior but LineWalker, which gets ``failing_algorithm``."""
-    registry = TrainerRegistry({"ppo": PPO}, builtin_hyperparameter_types())
-    failing = TrainerRegistry({"ppo": failing_algorithm}, builtin_hyperparameter_types())
+    registry = TrainerRegistry([AlgorithmRecord(name="ppo", hyperparameters_type=PPOSettings, factory=PPO)])
+    failing = TrainerRegistry(
+        [AlgorithmRecord(name="ppo", hyperparameters_type=PPOSettings, factory=failing_algorithm)]
+    )
 
     class Mixed(TrainerRegistry):
         def create(self, *, behavior_name, **kwargs):
@@ -109,7 +118,7 @@ def mixed_registry(failing_algorithm) -> TrainerRegistry:
                 failing_algorithm.queues = trainer._trajectory_queues
             return trainer
 
-    return Mixed(registry.algorithms, registry.hyperparameter_types)
+    return Mixed(registry.records.values())
 
 
 def test_a_trainer_failing_while_its_queue_is_full_ends_the_run_in_seconds(tmp_path):

@@ -366,3 +366,28 @@ def test_registry_loads_trainer_plugins_from_entry_points(tmp_path, monkeypatch)
         device="cpu",
     )
     assert type(trainer.algorithm).__name__ == "MyPPO"
+
+
+def test_registry_loads_algorithm_records_from_plugins(tmp_path, monkeypatch):
+    source = (
+        "from trainers.ppo.algorithm import PPO\n"
+        "from trainers.settings import AlgorithmRecord, PPOSettings\n"
+        "class RecordPPO(PPO):\n    pass\n"
+        "def register():\n"
+        "    return [AlgorithmRecord(name='record_ppo', hyperparameters_type=PPOSettings, factory=RecordPPO)]\n"
+    )
+    write_fake_plugin(tmp_path, "recordplugin", source, TRAINER_TYPE_GROUP, {"record_ppo": "recordplugin:register"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    registry = TrainerRegistry.with_plugins()
+    assert registry.hyperparameter_types["record_ppo"] is PPOSettings
+    assert {"ppo", "sac", "poca", "record_ppo"} <= set(registry.records)
+    trainer = registry.create(
+        behavior_name="Walker",
+        behavior_spec=SPEC,
+        settings=settings(trainer_type="record_ppo"),
+        stats_reporter=StatsReporter("Walker"),
+        checkpoints=None,
+        seed=0,
+        device="cpu",
+    )
+    assert type(trainer.algorithm).__name__ == "RecordPPO"

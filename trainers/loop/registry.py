@@ -1,24 +1,23 @@
-"""Trainer types by name: the built-in ones plus those plugins add.
+"""Trainer types by name: the built-in ones plus those plugins add, one
+:class:`trainers.settings.AlgorithmRecord` each.
 
-A plugin is a setuptools entry point in the group ``agents_learn.trainer_type`` whose
-target is a function returning ``(algorithms, hyperparameter_types)``: dicts from the
-trainer type name (as written in ``trainer_type:``) to the algorithm class (see
-:class:`trainers.loop.algorithm.Algorithm`; constructed with the keyword arguments of
-:class:`trainers.loop.algorithm.AlgorithmFactory`) and to the attrs class of its
-``hyperparameters`` section. The trainer loop around an algorithm is always
-:class:`trainers.loop.trainer.Trainer`.
+A plugin is a setuptools entry point in the group ``agents_learn.trainer_type`` whose target is
+a function returning its records (an iterable of ``AlgorithmRecord``). ML-Agents' shape of the
+same plugin, a pair of dicts ``(algorithms, hyperparameter_types)`` from the trainer type name
+to the algorithm class and to the attrs class of its ``hyperparameters`` section, is accepted
+too: each name it gives becomes a record, or changes that record where one exists. The trainer
+loop around an algorithm is always :class:`trainers.loop.trainer.Trainer`.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 from trainers.exceptions import ConfigError, UnknownTrainerTypeError
-from trainers.settings import TrainerSettings, builtin_hyperparameter_types
+from trainers.settings import AlgorithmRecord, TrainerSettings, builtin_algorithms
 
 if TYPE_CHECKING:  # the algorithms and torch load when a trainer is made: a configuration
     # error found by the CLI (which makes a registry for the hyperparameter types) costs no torch
@@ -27,7 +26,6 @@ if TYPE_CHECKING:  # the algorithms and torch load when a trainer is made: a con
 
     from stats import PerfStats, StatsReporter, Timers
     from trainers.files.checkpoints import BehaviorCheckpoints
-    from trainers.loop.algorithm import Algorithm, AlgorithmFactory
     from trainers.loop.trainer import Trainer
 
 logger = logging.getLogger(__name__)
@@ -39,45 +37,30 @@ class TrainerPluginError(ConfigError):
     """A trainer-type plugin failed to load or returned something unusable."""
 
 
-def builtin_algorithms() -> dict[str, AlgorithmFactory]:
-    """The trainer types agents-learn itself implements, each imported when first made."""
-    return {
-        "ppo": _imported_when_made("trainers.ppo.algorithm", "PPO"),
-        "sac": _imported_when_made("trainers.sac.algorithm", "SAC"),
-        "poca": _imported_when_made("trainers.poca.algorithm", "POCA"),
-    }
-
-
-def _imported_when_made(module: str, name: str) -> AlgorithmFactory:
-    def make(**arguments: Any) -> Algorithm:
-        return getattr(importlib.import_module(module), name)(**arguments)
-
-    make.__qualname__ = make.__name__ = name
-    return make
-
-
 class TrainerRegistry:
-    """Which algorithm and hyperparameters class go with each trainer type name."""
+    """The record of each trainer type name; a later record of a name replaces an earlier one."""
 
-    def __init__(self, algorithms: Mapping[str, AlgorithmFactory], hyperparameter_types: Mapping[str, type]):
-        self.algorithms = dict(algorithms)
-        self.hyperparameter_types = dict(hyperparameter_types)
+    def __init__(self, records: Iterable[AlgorithmRecord]):
+        self.records = {record.name: record for record in records}
+
+    @property
+    def hyperparameter_types(self) -> dict[str, type]:
+        """Trainer type -> its hyperparameters class, to read a configuration with."""
+        return {name: record.hyperparameters_type for name, record in self.records.items()}
 
     @staticmethod
     def with_plugins(group: str = TRAINER_TYPE_GROUP) -> TrainerRegistry:
         """The built-in types plus every plugin installed in ``group``."""
-        algorithms = builtin_algorithms()
-        hyperparameters = builtin_hyperparameter_types()
+        records = {record.name: record for record in builtin_algorithms()}
         for entry_point in metadata.entry_points(group=group):
             where = f"trainer plugin {entry_point.name!r} ({entry_point.value})"
             try:
-                plugin_algorithms, plugin_hyperparameters = entry_point.load()()
-                algorithms.update(dict(plugin_algorithms))
-                hyperparameters.update(dict(plugin_hyperparameters))
+                given = plugin_records(entry_point.load()(), records)
             except Exception as error:  # noqa: BLE001 - reported with the plugin's name
                 raise TrainerPluginError(f"{where} failed to load: {type(error).__name__}: {error}") from error
-            logger.info("Loaded %s: %s", where, ", ".join(sorted(plugin_algorithms)))
-        return TrainerRegistry(algorithms, hyperparameters)
+            records.update((record.name, record) for record in given)
+            logger.info("Loaded %s: %s", where, ", ".join(sorted(record.name for record in given)))
+        return TrainerRegistry(records.values())
 
     def create(
         self,
@@ -94,15 +77,15 @@ class TrainerRegistry:
     ) -> Trainer:
         """A trainer for one behavior; a clear error if its type has no trainer. ``perf`` and
         ``timers`` are the run's (its updates are timed in them)."""
-        algorithm_class = self.algorithms.get(settings.trainer_type)
-        if algorithm_class is None:
-            available = ", ".join(sorted(self.algorithms))
+        record = self.records.get(settings.trainer_type)
+        if record is None:
+            available = ", ".join(sorted(self.records))
             raise UnknownTrainerTypeError(
                 f"behaviors.{behavior_name}.trainer_type: {settings.trainer_type!r} has no trainer in "
                 f"agents-learn yet (available: {available}; plugins add more through the "
                 f"'{TRAINER_TYPE_GROUP}' entry-point group)"
             )
-        algorithm = algorithm_class(
+        algorithm = record.factory(
             behavior_name=behavior_name,
             behavior_spec=behavior_spec,
             settings=settings,
@@ -121,3 +104,26 @@ class TrainerRegistry:
             perf=perf,
             timers=timers,
         )
+
+
+def plugin_records(given: Any, known: Mapping[str, AlgorithmRecord]) -> list[AlgorithmRecord]:
+    """The records a plugin's function returned: its records as they are, or ML-Agents' pair of
+    dicts ``(algorithms, hyperparameter_types)``, each name made a record (a name of ``known``
+    keeps what the pair leaves out of its record). TypeError for anything else."""
+    if isinstance(given, tuple) and len(given) == 2 and all(isinstance(part, Mapping) for part in given):
+        algorithms, hyperparameter_types = given
+        records = []
+        for name in dict.fromkeys([*algorithms, *hyperparameter_types]):
+            factory, hyperparameters = algorithms.get(name), hyperparameter_types.get(name)
+            if name in known:
+                record = known[name]
+                factory = factory or record.factory
+                hyperparameters = hyperparameters or record.hyperparameters_type
+            if factory is None or hyperparameters is None:
+                raise TypeError(f"{name!r} needs both an algorithm and a hyperparameters class")
+            records.append(AlgorithmRecord(name=name, hyperparameters_type=hyperparameters, factory=factory))
+        return records
+    records = list(given)
+    if not all(isinstance(record, AlgorithmRecord) for record in records):
+        raise TypeError("expected AlgorithmRecords, or a pair of dicts (algorithms, hyperparameter_types)")
+    return records

@@ -12,7 +12,6 @@ Typical use::
 """
 
 from trainers.settings.capabilities import (
-    OWN_TRAINER_TYPES,
     UnsupportedFeatureError,
     check_capabilities,
     require_capabilities,
@@ -53,11 +52,11 @@ from trainers.settings.schema import (
     TrainerSettings,
     UniformSampler,
     behavior_settings,
-    builtin_hyperparameter_types,
     reward_signal_types,
     sampler_types,
 )
 from trainers.settings.structure import make_converter, structure_run_options, unstructure_run_options
+from trainers.settings.trainer_types import AlgorithmRecord, builtin_algorithms, builtin_hyperparameter_types
 from trainers.settings.validate import (
     ValidationReport,
     check_run_options,
@@ -69,7 +68,7 @@ from trainers.settings.validate import (
 __all__ = [
     "CLI_DESTS",
     "IGNORED_DESTS",
-    "OWN_TRAINER_TYPES",
+    "AlgorithmRecord",
     "BehavioralCloningSettings",
     "CheckpointSettings",
     "CompletionCriteria",
@@ -106,6 +105,7 @@ __all__ = [
     "ValidationReport",
     "apply_cli_overrides",
     "behavior_settings",
+    "builtin_algorithms",
     "builtin_hyperparameter_types",
     "check_capabilities",
     "check_run_options",

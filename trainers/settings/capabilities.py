@@ -11,15 +11,16 @@ applied) and before anything is written::
 
     registry = TrainerRegistry.with_plugins()
     options = apply_cli_overrides(load_run_options(path, ...), explicit)
-    require_capabilities(options, registry.algorithms)
+    require_capabilities(options, registry.records)
 
-Trainer types come from the caller (the registry's algorithms: the built-in ones plus
-plugins), so a plugin's type is allowed. What a trainer does with its own sections (reward signals, behavioral cloning) is the
-plugin's business: those checks apply only to the trainer types agents-learn implements itself
-(``OWN_TRAINER_TYPES``) and to types that have no trainer. Self-play and environment
-parameters (constants, samplers, curricula) are accepted for every trainer type: the ghost
-trainer (``trainers.loop.ghost``) wraps the trainer loop, and the curriculum
-(``orchestration.curriculum``) is run-wide, whatever algorithm runs.
+Trainer types come from the caller (the names of the registry's records: the built-in ones plus
+plugins), so a plugin's type is allowed. What a trainer does with its own sections (reward
+signals, behavioral cloning) is the plugin's business: those checks apply only to the trainer
+types agents-learn implements itself (:func:`trainers.settings.builtin_algorithms`), which run
+every reward signal, and to unknown types, for which only the extrinsic reward is known.
+Self-play and environment parameters (constants, samplers, curricula) are accepted for every
+trainer type: the ghost trainer (``trainers.loop.ghost``) wraps the trainer loop, and the
+curriculum (``orchestration.curriculum``) is run-wide, whatever algorithm runs.
 
 Keys parsed but not acted on are refused when they differ from their default (see
 ``_unused_keys``); keys that ML-Agents itself ignores in the same way are accepted.
@@ -38,18 +39,8 @@ from trainers.settings.schema import (
     TrainerSettings,
 )
 from trainers.settings.text import short_repr
+from trainers.settings.trainer_types import builtin_algorithms
 
-# Trainer types implemented in agents-learn itself, whose components are known here.
-OWN_TRAINER_TYPES = frozenset({"ppo", "sac", "poca"})
-
-# Reward signals each built-in trainer implements.
-SUPPORTED_REWARD_SIGNALS = {
-    "ppo": frozenset(RewardSignalType),
-    "sac": frozenset(RewardSignalType),
-    # ML-Agents runs every signal with POCA (warning that only extrinsic is meant for it);
-    # the intrinsic ones and GAIL then reward each agent on its own observations.
-    "poca": frozenset(RewardSignalType),
-}
 # Signals that have networks of their own (their network_settings are used).
 NETWORK_SIGNALS = frozenset({RewardSignalType.CURIOSITY, RewardSignalType.RND, RewardSignalType.GAIL})
 
@@ -62,16 +53,17 @@ def check_capabilities(options: RunOptions, trainer_types: Collection[str]) -> l
     """Every unsupported thing ``options`` asks for, one ``key.path: what is missing`` line
     each, in configuration order; empty when the run can go ahead.
 
-    ``trainer_types``: the trainer types that have a trainer (the registry's algorithms:
-    ppo, sac, poca plus plugins). Checks ``behaviors.*``, ``default_settings`` (it trains every behavior not
-    listed).
+    ``trainer_types``: the trainer types that have a trainer (the names of the registry's
+    records: ppo, sac, poca plus plugins). Checks ``behaviors.*``, ``default_settings`` (it
+    trains every behavior not listed).
     """
     available = sorted(trainer_types)
+    own = {record.name for record in builtin_algorithms()}
     problems: list[str] = []
     for name, settings in options.behaviors.items():
-        problems += _trainer_problems(f"behaviors.{name}", settings, available)
+        problems += _trainer_problems(f"behaviors.{name}", settings, available, own)
     if options.default_settings is not None:
-        problems += _trainer_problems("default_settings", options.default_settings, available)
+        problems += _trainer_problems("default_settings", options.default_settings, available, own)
     return problems
 
 
@@ -92,23 +84,21 @@ def require_capabilities(options: RunOptions, trainer_types: Collection[str]) ->
     raise error(f"{len(problems)} things in the run configuration {what}:\n{lines}")
 
 
-def _trainer_problems(where: str, settings: TrainerSettings, available: list[str]) -> Iterator[str]:
+def _trainer_problems(where: str, settings: TrainerSettings, available: list[str], own: set[str]) -> Iterator[str]:
     trainer_type = settings.trainer_type
     has_trainer = trainer_type in available
     if not has_trainer:
         yield (
             f"{where}.trainer_type: {short_repr(trainer_type)} has no trainer yet (available: {', '.join(available)})"
         )
-    if has_trainer and trainer_type not in OWN_TRAINER_TYPES:
+    elif trainer_type not in own:
         return  # a plugin's trainer: its reward signals and imitation are its own
-    supported = SUPPORTED_REWARD_SIGNALS.get(trainer_type, frozenset({RewardSignalType.EXTRINSIC}))
     for kind, signal in settings.reward_signals.items():
         path = f"{where}.reward_signals.{kind.value}"
-        if kind not in supported:
-            which = ", ".join(sorted(k.value for k in supported))
+        if trainer_type not in own and kind is not RewardSignalType.EXTRINSIC:
             yield (
                 f"{path}: the {kind.value} reward signal is not supported yet for trainer_type "
-                f"{trainer_type} (only {which}); remove it"
+                f"{trainer_type} (only extrinsic); remove it"
             )
         elif kind in NETWORK_SIGNALS and signal.network_settings.memory is not None:
             yield f"{path}.network_settings.memory: the {kind.value} signal's network has no memory; remove it"

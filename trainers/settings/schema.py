@@ -171,15 +171,6 @@ class SACSettings(Hyperparameters):
     reward_signal_steps_per_update: float = _follows("steps_per_update")
 
 
-def builtin_hyperparameter_types() -> dict[str, type]:
-    """A fresh mapping trainer type -> hyperparameters class for the built-in trainers.
-
-    Plugins extend a copy: ``{**builtin_hyperparameter_types(), "mine": MySettings}``; the
-    class must be an attrs class (ideally with ``batch_size``/``buffer_size``).
-    """
-    return {"ppo": PPOSettings, "sac": SACSettings, "poca": POCASettings}
-
-
 # ---------------------------------------------------------------- reward signals
 
 

@@ -45,11 +45,11 @@ from trainers.settings.schema import (
     Sampler,
     TorchSettings,
     TrainerSettings,
-    builtin_hyperparameter_types,
     reward_signal_types,
     sampler_types,
 )
 from trainers.settings.text import short_repr, shorten
+from trainers.settings.trainer_types import builtin_hyperparameter_types
 from trainers.settings.validate import check_run_options, normalize_checkpoint_settings
 
 logger = logging.getLogger(__name__)

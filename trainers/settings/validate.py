@@ -31,9 +31,9 @@ from trainers.settings.schema import (
     SelfPlaySettings,
     TrainerSettings,
     UniformSampler,
-    builtin_hyperparameter_types,
 )
 from trainers.settings.text import short_repr
+from trainers.settings.trainer_types import builtin_hyperparameter_types
 
 logger = logging.getLogger(__name__)
 
