@@ -23,11 +23,6 @@ class Algorithm(Protocol):
     """One behavior's learner. ``policy`` is the network the loop publishes and exports."""
 
     policy: TorchPolicy
-    # Whether the loop updates as soon as an update is due, before it takes the next trajectory
-    # (off-policy SAC: the update-to-data ratio then holds trajectory by trajectory, however far
-    # a threaded trainer's queue got ahead). False: it takes what its queues hold first (PPO:
-    # ML-Agents fills its buffer with every queued trajectory). Read with getattr, default False.
-    updates_between_trajectories: bool
 
     def add(self, trajectory: Trajectory) -> None:
         """Take one trajectory into the algorithm's buffer, with whatever targets it needs."""
@@ -60,6 +55,17 @@ class KeepsReplayBuffer(Protocol):
 
     def load_replay_buffer(self, state: Mapping[str, Any]) -> None:
         """Restore :meth:`replay_buffer_state`; ValueError when it does not fit the behavior."""
+
+
+@runtime_checkable
+class ChoosesUpdateOrder(Protocol):
+    """An algorithm that says when the loop updates; optional (without it: False, as PPO)."""
+
+    # Whether the loop updates as soon as an update is due, before it takes the next trajectory
+    # (off-policy SAC: the update-to-data ratio then holds trajectory by trajectory, however far
+    # a threaded trainer's queue got ahead). False: it takes what its queues hold first (PPO:
+    # ML-Agents fills its buffer with every queued trajectory). Read once, when the trainer is made.
+    updates_between_trajectories: bool
 
 
 class AlgorithmFactory(Protocol):

@@ -25,7 +25,7 @@ from trainers.exceptions import CheckpointError, TrainerError
 from trainers.files import mlagents_checkpoint
 from trainers.files.checkpoints import BehaviorCheckpoints, CheckpointRecord, load_state
 from trainers.files.onnx_export import export_policy_onnx
-from trainers.loop.algorithm import Algorithm, KeepsReplayBuffer
+from trainers.loop.algorithm import Algorithm, ChoosesUpdateOrder, KeepsReplayBuffer
 from trainers.networks.policy import TorchPolicy
 from trainers.settings import TrainerSettings
 
@@ -66,6 +66,9 @@ class Trainer:
         self.behavior_name = behavior_name
         self.settings = settings
         self.algorithm = algorithm
+        self._updates_between_trajectories = (
+            isinstance(algorithm, ChoosesUpdateOrder) and algorithm.updates_between_trajectories
+        )
         self.stats_reporter = stats_reporter
         self.checkpoints = checkpoints
         self.step = 0
@@ -132,10 +135,9 @@ class Trainer:
     def _take_from_queues(self, timeout: float) -> int:
         """How many trajectories were taken (counted whether or not still training)."""
         taken = 0
-        update_first = bool(getattr(self.algorithm, "updates_between_trajectories", False))
         for trajectory_queue in self._trajectory_queues:
             for i in range(MAX_TRAJECTORIES_PER_ADVANCE):
-                if update_first and self.should_still_train and self.algorithm.ready():
+                if self._updates_between_trajectories and self.should_still_train and self.algorithm.ready():
                     return taken
                 try:
                     trajectory = trajectory_queue.get(timeout=timeout if i == 0 and not taken else 0.0)
