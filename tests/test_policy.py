@@ -15,6 +15,7 @@ from mlagents_envs.base_env import (
 )
 
 from processors.trajectory import ActionInfo
+from trainers.networks.distributions import MASKED_LOGIT, categorical_sample, mask_logits
 from trainers.networks.policy import TorchPolicy
 from trainers.settings import EncoderType, MemorySettings, NetworkSettings
 
@@ -128,6 +129,40 @@ def test_masked_actions_never_sampled_in_a_large_batch():
     assert not (info.discrete_actions[: n // 2, 1] == 1).any()
     assert (info.discrete_actions[n // 2 :, 1] == 1).mean() > 0.3  # the control: allowed there
     assert set(np.unique(info.discrete_actions[:, 0])) == {0, 2}
+
+
+def test_a_branch_draw_is_torch_multinomials_draw_seed_for_seed():
+    """``categorical_sample`` runs the exponential race ``torch.multinomial(p, 1)`` runs inside,
+    without its checks: the same draws from the same generator, so seeded runs and their learning
+    tests stay as they were measured. (If a torch release draws otherwise, the sampler is still
+    exact, but seeded trajectories move: re-measure the learning tests' seeds before updating.)"""
+    source = torch.Generator().manual_seed(7)
+    ours, theirs = torch.Generator().manual_seed(11), torch.Generator().manual_seed(11)
+    for trial in range(300):
+        rows, size = 1 + trial % 17, 1 + trial % 5
+        logits = 3.0 * torch.randn(rows, size, generator=source)
+        if trial % 3 == 0:
+            logits[:, 0] = -MASKED_LOGIT
+        probs = torch.softmax(logits, dim=1)
+        torch.testing.assert_close(
+            categorical_sample(probs, ours), torch.multinomial(probs, 1, generator=theirs), rtol=0, atol=0
+        )
+        # the generators stay in step: each draw consumed the same numbers
+        torch.testing.assert_close(torch.rand(2, generator=ours), torch.rand(2, generator=theirs), rtol=0, atol=0)
+    probs = torch.tensor([[0.1, 0.6, 0.0, 0.3]]).expand(40_000, 4)
+    counts = torch.bincount(categorical_sample(probs, ours).flatten(), minlength=4) / 40_000
+    torch.testing.assert_close(counts, probs[0], rtol=0, atol=0.01)
+
+
+def test_a_bool_mask_gives_the_exported_formulas_logits_and_gradients():
+    logits = torch.randn(6, 5, generator=torch.Generator().manual_seed(3), requires_grad=True)
+    masks = torch.rand(6, 5, generator=torch.Generator().manual_seed(4)) > 0.4
+    by_bool, by_float = mask_logits(logits, masks), mask_logits(logits, masks.float())
+    torch.testing.assert_close(by_bool, by_float, rtol=0, atol=0)
+    weights = torch.randn(6, 5)
+    (grad_bool,) = torch.autograd.grad((by_bool * weights).sum(), logits)
+    (grad_float,) = torch.autograd.grad((by_float * weights).sum(), logits)
+    torch.testing.assert_close(grad_bool, grad_float, rtol=0, atol=0)
 
 
 def test_same_seed_same_weights_and_actions_other_seed_differs():

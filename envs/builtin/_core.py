@@ -203,7 +203,8 @@ class BehaviorAgents:
         self.continuous = np.zeros((n_slots, action_spec.continuous_size), dtype=np.float32)
         self.discrete = np.zeros((n_slots, action_spec.discrete_size), dtype=np.int32)
         self.decided = np.zeros(0, dtype=np.intp)
-        self._mask_splits = np.cumsum(action_spec.discrete_branches)[:-1]
+        ends = np.cumsum(action_spec.discrete_branches).tolist()
+        self._branch_columns = [slice(start, end) for start, end in zip([0, *ends[:-1]], ends)]
         self._empty_decision = self._decision_steps(
             [np.zeros((0,) + o.shape, np.float32) for o in spec.observation_specs],
             np.zeros(0, np.float32),
@@ -332,7 +333,7 @@ class BehaviorAgents:
     def _decision_steps(self, obs, reward, ids, mask, group_id, group_reward) -> DecisionSteps:
         masks = None
         if self.spec.action_spec.discrete_size > 0:
-            masks = np.split(mask, self._mask_splits, axis=1)
+            masks = [mask[:, columns] for columns in self._branch_columns]  # np.split's views, cheaper
         return DecisionSteps(obs, reward, ids, masks, group_id, group_reward)
 
     def _terminal_steps(self, obs, reward, interrupted, ids, group_id, group_reward) -> TerminalSteps:

@@ -109,6 +109,9 @@ from envs.builtin._core import (
 TIME_PENALTY = 0.01
 SUCCESS_REWARD = 1.0 + (int(1.0 / 0.2) + 1) * TIME_PENALTY
 
+#: The two goals an episode draws from (ML-Agents' ``random.choice([-1, 1])``).
+_GOALS = np.array([-1.0, 1.0])
+
 #: ML-Agents' default image shape (H, W, C) of the visual observations.
 VIS_OBS_SIZE = (20, 20, 3)
 
@@ -278,9 +281,12 @@ class SimpleEnv(BuiltinEnv):
 
     def _begin_episodes(self, rows: np.ndarray) -> None:
         """Start new episodes in state ``rows`` (sorted): fresh ids, goals, positions 0."""
+        if len(rows) == 0:  # most ticks: nothing to start, and no random draw to take
+            return
         for team, agents in enumerate(self._teams):
             agents.start(self._team_slots(rows, team))
-        self._goal[rows] = self._rng.choice([-1.0, 1.0], size=len(rows))
+        # each goal -1 or +1: the draw ``rng.choice([-1.0, 1.0])`` makes, at half its cost
+        self._goal[rows] = _GOALS[self._rng.integers(0, 2, size=len(rows))]
         self._pos[rows] = 0.0
         self._steps[rows] = 0
         self._return[rows] = 0.0

@@ -38,7 +38,7 @@ def observe(opened: OpenEnv, known: set[str], worker_id: int, generation: int, e
     choose some actions themselves (the policy server) says which through a
     ``taken_actions(behavior_id) -> TakenActions | None`` method, read with the steps."""
     env = opened.env
-    acts_itself = isinstance(env, ActsItself)
+    acts_itself = _acts_itself(type(env))
     specs = env.behavior_specs
     new_specs = {}
     steps = {}
@@ -55,6 +55,18 @@ def observe(opened: OpenEnv, known: set[str], worker_id: int, generation: int, e
         for key, values in opened.get_stats().items()
     }
     return WorkerResult(worker_id, generation, steps, new_specs, stats, env_seconds)
+
+
+_ACTS_ITSELF: dict[type, bool] = {}
+
+
+def _acts_itself(env_type: type) -> bool:
+    """Whether environments of ``env_type`` are :class:`ActsItself`, asked once per class: the
+    protocol's ``isinstance`` inspects the object anew each time, and ``observe`` runs every step."""
+    known = _ACTS_ITSELF.get(env_type)
+    if known is None:
+        known = _ACTS_ITSELF[env_type] = issubclass(env_type, ActsItself)
+    return known
 
 
 def with_parameters(launch: EnvLaunch, parameters: Mapping[str, ParameterValue]) -> EnvLaunch:

@@ -54,6 +54,7 @@ from trainers.networks.distributions import (
     atanh_clamped,
     branch_log_probs,
     categorical_entropy,
+    categorical_sample,
     gather_log_probs,
     gaussian_entropy,
     gaussian_log_prob,
@@ -722,16 +723,17 @@ class Actor(nn.Module):
             return torch.tanh(u), log_probs - tanh_log_abs_det(u)
         return u, log_probs
 
-    def entropy(self, dist: ActionDistribution) -> Tensor:
+    def entropy(self, dist: ActionDistribution, probs: Sequence[Tensor] | None = None) -> Tensor:
         """[B] mean over continuous dimensions + sum over branches (nats), as ML-Agents (of
-        the Gaussian before any squashing)."""
+        the Gaussian before any squashing). ``probs``: each branch's probabilities, when
+        already taken (a draw takes them)."""
         batch = dist.mean.shape[0]
         if self.continuous_size:
             entropy = gaussian_entropy(dist.log_std).mean(dim=1).expand(batch)
         else:
             entropy = dist.mean.new_zeros(batch)
-        for lp in dist.log_probs:
-            entropy = entropy + categorical_entropy(lp)
+        for i, lp in enumerate(dist.log_probs):
+            entropy = entropy + categorical_entropy(lp, None if probs is None else probs[i])
         return entropy
 
     def sample(
@@ -752,18 +754,19 @@ class Actor(nn.Module):
             continuous, cont_log_probs = self.continuous_sample(dist, deterministic, generator=generator)
         else:
             continuous = cont_log_probs = dist.mean
+        probs = None
         if self.discrete_branches:
             if deterministic:
                 discrete = torch.cat([lp.argmax(dim=1, keepdim=True) for lp in dist.log_probs], dim=1)
             else:
-                discrete = torch.cat(
-                    [torch.multinomial(torch.exp(lp), 1, generator=generator) for lp in dist.log_probs], dim=1
-                )
+                probs = [torch.exp(lp) for lp in dist.log_probs]
+                discrete = torch.cat([categorical_sample(p, generator) for p in probs], dim=1)
             disc_log_probs = gather_log_probs(dist.log_probs, discrete)
         else:
             discrete = torch.zeros((batch, 0), dtype=torch.int64, device=dist.mean.device)
             disc_log_probs = dist.mean.new_zeros((batch, 0))
-        return ActorOutput(continuous, discrete, cont_log_probs, disc_log_probs, self.entropy(dist), dist.memories)
+        entropy = self.entropy(dist, probs)
+        return ActorOutput(continuous, discrete, cont_log_probs, disc_log_probs, entropy, dist.memories)
 
     def evaluate_actions(
         self,

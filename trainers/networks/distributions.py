@@ -67,6 +67,8 @@ def mask_logits(logits: Tensor, masks: Tensor | None) -> Tensor:
     """
     if masks is None:
         return logits
+    if masks.dtype == torch.bool:  # one op, the same numbers and gradients as the formula
+        return torch.where(masks, logits, -MASKED_LOGIT)
     m = masks if masks.dtype == logits.dtype else masks.to(logits.dtype)
     return logits * m - (1.0 - m) * MASKED_LOGIT
 
@@ -78,9 +80,24 @@ def branch_log_probs(logits: Tensor, branches: Sequence[int]) -> tuple[Tensor, .
     return tuple(torch.log_softmax(part, dim=1) for part in torch.split(logits, list(branches), dim=1))
 
 
-def categorical_entropy(log_probs: Tensor) -> Tensor:
-    """Entropy (nats) of one branch from its normalised log-probs [B, n]: [B]."""
-    return -(torch.exp(log_probs) * log_probs).sum(dim=1)
+def categorical_entropy(log_probs: Tensor, probs: Tensor | None = None) -> Tensor:
+    """Entropy (nats) of one branch from its normalised log-probs [B, n]: [B]. ``probs``:
+    ``exp(log_probs)`` when the caller has it already (a draw needs it too)."""
+    if probs is None:
+        probs = torch.exp(log_probs)
+    return -(probs * log_probs).sum(dim=1)
+
+
+def categorical_sample(probs: Tensor, generator: torch.Generator | None = None) -> Tensor:
+    """One draw from each row of ``probs`` [B, n] -> [B, 1] int64: the index whose probability
+    over an Exp(1) noise is largest (an exponential race, an exact categorical draw).
+
+    This is the race ``torch.multinomial(probs, 1)`` itself runs, so the draws are the same,
+    seed for seed (``tests/test_policy.py`` holds it to that), without multinomial's checks of
+    the probabilities, which cost three times the draw: a one-agent decision pays them per branch.
+    """
+    noise = torch.empty_like(probs).exponential_(1.0, generator=generator)
+    return torch.argmax(probs / noise, dim=1, keepdim=True)
 
 
 def gather_log_probs(log_probs: Sequence[Tensor], actions: Tensor) -> Tensor:

@@ -201,8 +201,8 @@ class TorchPolicy:
                 memories=self.memories_to_tensor(memories, n),
                 generator=self._generator,
             )
-            continuous = out.continuous.cpu().numpy()
-            discrete = out.discrete.to(torch.int32).cpu().numpy()
+            continuous = _numpy(out.continuous)
+            discrete = _numpy(out.discrete).astype(np.int32)
             if self.actor.tanh_squash:
                 env_continuous = continuous  # already in [-1, 1]
             else:
@@ -213,10 +213,10 @@ class TorchPolicy:
                 env_actions=ActionTuple(continuous=env_continuous, discrete=discrete),
                 continuous_actions=continuous,
                 discrete_actions=discrete,
-                continuous_log_probs=out.continuous_log_probs.cpu().numpy(),
-                discrete_log_probs=out.discrete_log_probs.cpu().numpy(),
-                entropy=out.entropy.cpu().numpy(),
-                memories=out.memories.cpu().numpy(),
+                continuous_log_probs=_numpy(out.continuous_log_probs),
+                discrete_log_probs=_numpy(out.discrete_log_probs),
+                entropy=_numpy(out.entropy),
+                memories=_numpy(out.memories),
             )
         return info
 
@@ -334,3 +334,9 @@ class PolicyBlueprint:
         )
         policy.load_weights(self.weights)
         return policy
+
+
+def _numpy(tensor: Tensor) -> np.ndarray:
+    """``tensor`` as an array, without the ``.cpu()`` dispatch where it is there already (a
+    one-agent decision is mostly such per-op costs)."""
+    return tensor.numpy() if tensor.device.type == "cpu" else tensor.cpu().numpy()
