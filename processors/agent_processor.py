@@ -29,10 +29,7 @@ from processors.groups import GroupTable
 from processors.queue import AgentManagerQueue
 from processors.trajectory import ActionInfo, Trajectory
 from stats import StatsAggregationMethod, StatsReporter
-
-CUMULATIVE_REWARD = "Environment/Cumulative Reward"
-EPISODE_LENGTH = "Environment/Episode Length"
-ENTROPY = "Policy/Entropy"
+from stats.tags import CUMULATIVE_REWARD, EPISODE_LENGTH, POLICY_ENTROPY
 
 _SMALL_BATCH = 4
 """Decision and action batches of at most this many agents are recorded one agent at a
@@ -377,7 +374,7 @@ class AgentProcessor:
                 agent.memory_state[slots] = rows_of(info.memories)
             agent.acted[slots] = True
         if info.entropy.shape[0]:
-            self._stats_reporter.add_stats(ENTROPY, info.entropy)
+            self._stats_reporter.add_stats(POLICY_ENTROPY, info.entropy)
 
     def _record_terminals(self, table: AgentTable, worker_id: int, terminal_steps: TerminalSteps) -> None:
         slots = table.find(agent_keys(worker_id, terminal_steps.agent_id))

@@ -62,5 +62,15 @@ def reward_signal(signal: str) -> str:
 
 
 def value_estimate(signal: str) -> str:
-    """``Policy/<Signal> Value Estimate`` (PPO)."""
+    """``Policy/<Signal> Value Estimate`` (PPO, POCA)."""
     return f"Policy/{signal} Value Estimate"
+
+
+def value(signal: str) -> str:
+    """``Policy/<Signal> Value`` (SAC's value estimate)."""
+    return f"Policy/{signal} Value"
+
+
+def baseline_estimate(signal: str) -> str:
+    """``Policy/<Signal> Baseline Estimate`` (POCA)."""
+    return f"Policy/{signal} Baseline Estimate"

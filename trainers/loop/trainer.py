@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from processors.queue import AgentManagerQueue
 from processors.trajectory import Trajectory
 from stats import PerfKind, PerfStats, StatsReporter, Timers, timed_method
-from stats.tags import IS_TRAINING, STEP
+from stats.tags import CUMULATIVE_REWARD, IS_TRAINING, STEP
 from stats.timer_names import CHECKPOINT, PROCESS_TRAJECTORY, TRAINER_ADVANCE, UPDATE_POLICY
 from trainers.exceptions import CheckpointError, TrainerError
 from trainers.files import mlagents_checkpoint
@@ -178,7 +178,7 @@ class Trainer:
     def _write_summary(self, step: int) -> None:
         self.stats_reporter.set_stat(IS_TRAINING, float(self.should_still_train))
         summaries = self.stats_reporter.write_stats(step)
-        reward = summaries.get("Environment/Cumulative Reward")
+        reward = summaries.get(CUMULATIVE_REWARD)
         if reward is not None and reward.count > 0:
             self._recent_reward = reward.mean
 

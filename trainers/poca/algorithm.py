@@ -43,25 +43,21 @@ from mlagents_envs.base_env import BehaviorSpec
 
 from processors.trajectory import Trajectory
 from stats import StatsAggregationMethod, StatsReporter, tags
-from stats.tags import GROUP_CUMULATIVE_REWARD
 from trainers import seeding
-from trainers.exceptions import ConfigError
 from trainers.networks.optimizers import adam
-from trainers.networks.policy import TorchPolicy
 from trainers.networks.sequences import CriticMemories, masked_mean
 from trainers.poca.buffer import POCABatch, POCABuffer
 from trainers.poca.networks import GroupObservations, POCACritic
 from trainers.ppo.maths import clipped_surrogate_loss, clipped_value_loss, gae
 from trainers.ppo.maths import value_loss as value_loss_of
 from trainers.ppo.on_policy import checkpoint_state, load_checkpoint_state, minibatches, schedules
-from trainers.reward_signals.base import EpisodeSignalRewards, signal_tag
-from trainers.reward_signals.behavioral_cloning import behavioral_cloning_for
-from trainers.reward_signals.factory import create_reward_signals
+from trainers.reward_signals.base import signal_tag
+from trainers.reward_signals.learner import Learner
 from trainers.seeding import Stream
 from trainers.settings import POCASettings, TrainerSettings
 
 
-class POCA:
+class POCA(Learner[POCASettings]):
     """MA-POCA for one behavior (an :class:`trainers.loop.algorithm.Algorithm`)."""
 
     updates_between_trajectories = False  # as PPO: the buffer takes every queued trajectory
@@ -76,35 +72,31 @@ class POCA:
         seed: int = 0,
         device: str | torch.device = "cpu",
     ):
-        hyperparameters = settings.hyperparameters
-        if not isinstance(hyperparameters, POCASettings):
-            raise ConfigError(f"behaviors.{behavior_name}.hyperparameters: POCA settings expected")
-        self.hyperparameters: POCASettings = hyperparameters
-        self.settings = settings
-        self.stats_reporter = stats_reporter
-        self.policy = TorchPolicy(behavior_spec, settings.network_settings, seed=seed, device=device)
-        self.device = self.policy.device
-        self.reward_signals = create_reward_signals(
-            behavior_name, settings, behavior_spec, seed=seed, device=device, add_groupmate_rewards=True
+        super().__init__(
+            behavior_name=behavior_name,
+            behavior_spec=behavior_spec,
+            settings=settings,
+            stats_reporter=stats_reporter,
+            seed=seed,
+            device=device,
+            hyperparameters_type=POCASettings,
+            value_tag=tags.value_estimate,
+            add_groupmate_rewards=True,
         )
+        hyperparameters = self.hyperparameters
         self._training_signals = [signal for signal in self.reward_signals if signal.trains]
-        stream_names = [signal.name for signal in self.reward_signals]
-        self._value_tags = [signal_tag(name, "Value Estimate") for name in stream_names]
-        self._baseline_tags = [signal_tag(name, "Baseline Estimate") for name in stream_names]
-        self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
+        self._baseline_tags = [signal_tag(name, tags.baseline_estimate) for name in self.stream_names]
         self._group_rewards: dict[str, float] = {}  # agent id -> group reward of its episode so far
         self.critic = POCACritic(
             behavior_spec.observation_specs,
             settings.network_settings,
             behavior_spec.action_spec,
-            stream_names,
+            self.stream_names,
             generator=seeding.generator(seed, Stream.CRITIC_INIT),
         ).to(self.device)
         parameters = [*self.policy.actor.parameters(), *self.critic.parameters()]
         self.optimizer = adam(parameters, hyperparameters.learning_rate)
         self.shuffle = seeding.generator(seed, Stream.SHUFFLE)
-        memory = settings.network_settings.memory
-        self.sequence_length = 1 if memory is None else int(memory.sequence_length)
         self.buffer = POCABuffer(
             [tuple(spec.shape) for spec in behavior_spec.observation_specs],
             self.policy.continuous_size,
@@ -117,9 +109,6 @@ class POCA:
         )
         self._value_memories = CriticMemories(self.critic.memory_size, self.sequence_length, self.device)
         self._baseline_memories = CriticMemories(self.critic.memory_size, self.sequence_length, self.device)
-        self.cloning = behavioral_cloning_for(
-            behavior_name, self.policy, settings, sequence_length=self.sequence_length, seed=seed
-        )
 
     # ------------------------------------------------------------------ experience
 
@@ -257,7 +246,9 @@ class POCA:
         if not trajectory.done_reached:
             self._group_rewards[agent] = total
         elif group_over:
-            self.stats_reporter.add_stats(GROUP_CUMULATIVE_REWARD, np.array([total]), StatsAggregationMethod.HISTOGRAM)
+            self.stats_reporter.add_stats(
+                tags.GROUP_CUMULATIVE_REWARD, np.array([total]), StatsAggregationMethod.HISTOGRAM
+            )
 
     def ready(self) -> bool:
         return len(self.buffer) > self.hyperparameters.buffer_size

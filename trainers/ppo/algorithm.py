@@ -31,7 +31,6 @@ from mlagents_envs.base_env import BehaviorSpec
 from processors.trajectory import Trajectory
 from stats import StatsReporter, tags
 from trainers import seeding
-from trainers.exceptions import ConfigError
 from trainers.networks.actor_critic import Critic, ValueHeads
 from trainers.networks.optimizers import adam
 from trainers.networks.policy import TorchPolicy
@@ -40,9 +39,7 @@ from trainers.ppo.buffer import PPOBatch, UpdateBuffer
 from trainers.ppo.maths import clipped_surrogate_loss, gae
 from trainers.ppo.maths import value_loss as value_loss_of
 from trainers.ppo.on_policy import checkpoint_state, load_checkpoint_state, minibatches, schedules
-from trainers.reward_signals.base import EpisodeSignalRewards, signal_tag
-from trainers.reward_signals.behavioral_cloning import behavioral_cloning_for
-from trainers.reward_signals.factory import create_reward_signals
+from trainers.reward_signals.learner import Learner
 from trainers.seeding import Stream
 from trainers.settings import PPOSettings, TrainerSettings
 
@@ -82,7 +79,7 @@ class _SharedCritic(torch.nn.Module):
         """The actor's normaliser is the shared one; the policy updates it."""
 
 
-class PPO:
+class PPO(Learner[PPOSettings]):
     """Proximal Policy Optimization for one behavior (an :class:`trainers.loop.algorithm.Algorithm`)."""
 
     updates_between_trajectories = False  # ML-Agents fills the buffer with every queued trajectory
@@ -97,32 +94,29 @@ class PPO:
         seed: int = 0,
         device: str | torch.device = "cpu",
     ):
-        hyperparameters = settings.hyperparameters
-        if not isinstance(hyperparameters, PPOSettings):
-            raise ConfigError(f"behaviors.{behavior_name}.hyperparameters: PPO settings expected")
-        self.hyperparameters: PPOSettings = hyperparameters
-        self.settings = settings
-        self.stats_reporter = stats_reporter
-        self.policy = TorchPolicy(behavior_spec, settings.network_settings, seed=seed, device=device)
-        self.device = self.policy.device
-        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed, device=device)
+        super().__init__(
+            behavior_name=behavior_name,
+            behavior_spec=behavior_spec,
+            settings=settings,
+            stats_reporter=stats_reporter,
+            seed=seed,
+            device=device,
+            hyperparameters_type=PPOSettings,
+            value_tag=tags.value_estimate,
+        )
+        hyperparameters = self.hyperparameters
         self._training_signals = [signal for signal in self.reward_signals if signal.trains]
-        stream_names = [signal.name for signal in self.reward_signals]
-        self._value_tags = [signal_tag(name, "Value Estimate") for name in stream_names]
-        self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
         generator = seeding.generator(seed, Stream.CRITIC_INIT)
         if hyperparameters.shared_critic:
-            self.critic: Critic | _SharedCritic = _SharedCritic(self.policy, stream_names, generator)
+            self.critic: Critic | _SharedCritic = _SharedCritic(self.policy, self.stream_names, generator)
         else:
             self.critic = Critic(
-                behavior_spec.observation_specs, settings.network_settings, stream_names, generator=generator
+                behavior_spec.observation_specs, settings.network_settings, self.stream_names, generator=generator
             )
         self.critic.to(self.device)
         parameters = {id(p): p for p in [*self.policy.actor.parameters(), *self.critic.parameters()]}
         self.optimizer = adam(parameters.values(), hyperparameters.learning_rate)
         self.shuffle = seeding.generator(seed, Stream.SHUFFLE)
-        memory = settings.network_settings.memory
-        self.sequence_length = 1 if memory is None else int(memory.sequence_length)
         self.buffer = UpdateBuffer(
             [tuple(spec.shape) for spec in behavior_spec.observation_specs],
             self.policy.continuous_size,
@@ -134,9 +128,6 @@ class PPO:
             next_obs=bool(self._training_signals),
         )
         self._critic_memories = CriticMemories(self.critic.memory_size, self.sequence_length, self.device)
-        self.cloning = behavioral_cloning_for(
-            behavior_name, self.policy, settings, sequence_length=self.sequence_length, seed=seed
-        )
 
     # ------------------------------------------------------------------ experience
 

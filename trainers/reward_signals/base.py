@@ -13,7 +13,7 @@ minibatch afresh, as ML-Agents does.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 
 from processors.trajectory import Trajectory
-from stats import StatsReporter
+from stats import StatsReporter, tags
 from trainers.settings import RewardSignalSettings, RewardSignalType
 
 
@@ -116,10 +116,11 @@ class ExtrinsicReward:
         pass
 
 
-def signal_tag(name: str, what: str) -> str:
-    """``Policy/<Signal> <what>`` as ML-Agents writes it: the signal's name capitalised
-    (``Policy/Extrinsic Reward``, ``Policy/Rnd Value Estimate``, ``Policy/Gail Reward``)."""
-    return f"Policy/{name.capitalize()} {what}"
+def signal_tag(name: str, tag: Callable[[str], str]) -> str:
+    """``tag`` (one of :mod:`stats.tags`' per-signal tags) of the signal ``name``, capitalised as
+    ML-Agents writes it (``Policy/Extrinsic Reward``, ``Policy/Rnd Value Estimate``,
+    ``Policy/Gail Reward``)."""
+    return tag(name.capitalize())
 
 
 class EpisodeSignalRewards:
@@ -128,7 +129,7 @@ class EpisodeSignalRewards:
 
     def __init__(self, stats_reporter: StatsReporter, signal_names: list[str]) -> None:
         self._stats_reporter = stats_reporter
-        self._tags = {name: signal_tag(name, "Reward") for name in signal_names}
+        self._tags = {name: signal_tag(name, tags.reward_signal) for name in signal_names}
         self._sums: dict[str, dict[str, float]] = {name: {} for name in signal_names}
 
     def add(self, trajectory: Trajectory, name: str, rewards: np.ndarray) -> None:

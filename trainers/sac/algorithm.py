@@ -51,11 +51,8 @@ from trainers import seeding
 from trainers.exceptions import ConfigError
 from trainers.networks.actor_critic import Critic
 from trainers.networks.optimizers import adam
-from trainers.networks.policy import TorchPolicy
 from trainers.networks.sequences import CriticMemories
-from trainers.reward_signals.base import EpisodeSignalRewards, signal_tag
-from trainers.reward_signals.behavioral_cloning import behavioral_cloning_for
-from trainers.reward_signals.factory import create_reward_signals
+from trainers.reward_signals.learner import Learner
 from trainers.sac import maths as sac_math
 from trainers.sac.networks import QNetwork, without_normalizer
 from trainers.sac.replay_buffer import ReplayBatch, ReplayBuffer, transition_bytes
@@ -80,7 +77,7 @@ class SACLosses(NamedTuple):
     entropy_coefficient: Tensor  # the log entropy coefficients'
 
 
-class SAC:
+class SAC(Learner[SACSettings]):
     """Soft Actor-Critic for one behavior (an :class:`trainers.loop.algorithm.Algorithm`)."""
 
     updates_between_trajectories = True  # the ratio holds trajectory by trajectory
@@ -95,33 +92,29 @@ class SAC:
         seed: int = 0,
         device: str | torch.device = "cpu",
     ):
-        hyperparameters = settings.hyperparameters
-        if not isinstance(hyperparameters, SACSettings):
-            raise ConfigError(f"behaviors.{behavior_name}.hyperparameters: SAC settings expected")
-        self.hyperparameters: SACSettings = hyperparameters
-        self.settings = settings
-        self.stats_reporter = stats_reporter
-        network = settings.network_settings
-        self.policy = TorchPolicy(
-            behavior_spec, network, seed=seed, device=device, conditional_sigma=True, tanh_squash=True
+        super().__init__(
+            behavior_name=behavior_name,
+            behavior_spec=behavior_spec,
+            settings=settings,
+            stats_reporter=stats_reporter,
+            seed=seed,
+            device=device,
+            hyperparameters_type=SACSettings,
+            value_tag=tags.value,  # ML-Agents' SAC writes "Value", not PPO's "Value Estimate"
+            squashed_policy=True,
         )
-        self.device = self.policy.device
-        self.reward_signals = create_reward_signals(behavior_name, settings, behavior_spec, seed=seed, device=device)
+        hyperparameters, network = self.hyperparameters, settings.network_settings
         self._trained_signals = [(i, signal) for i, signal in enumerate(self.reward_signals) if signal.trains]
-        stream_names = [signal.name for signal in self.reward_signals]
-        # ML-Agents' SAC writes "Value", not PPO's "Value Estimate"
-        self._value_tags = [signal_tag(name, "Value") for name in stream_names]
-        self._episode_rewards = EpisodeSignalRewards(stats_reporter, stream_names)
         self._gammas = torch.tensor([signal.gamma for signal in self.reward_signals], device=self.device)
 
         self.continuous_size = self.policy.continuous_size
         self.branches = self.policy.discrete_branches
         generator = seeding.generator(seed, Stream.CRITIC_INIT)
         specs = behavior_spec.observation_specs
-        q_args = (specs, network, stream_names, self.continuous_size, self.branches)
+        q_args = (specs, network, self.stream_names, self.continuous_size, self.branches)
         self.q1 = QNetwork(*q_args, generator=generator).to(self.device)
         self.q2 = QNetwork(*q_args, generator=generator).to(self.device)
-        self.value = Critic(specs, without_normalizer(network), stream_names, generator=generator).to(self.device)
+        self.value = Critic(specs, without_normalizer(network), self.stream_names, generator=generator).to(self.device)
         self.target_value = copy.deepcopy(self.value).requires_grad_(False)
 
         log_init = math.log(hyperparameters.init_entcoef)
@@ -148,8 +141,6 @@ class SAC:
             memory_sizes,
             self.device,
         )
-        memory = network.memory
-        self.sequence_length = 1 if memory is None else int(memory.sequence_length)
         self.replay = ReplayBuffer(
             hyperparameters.buffer_size,
             shapes,
@@ -166,9 +157,6 @@ class SAC:
         self.steps = 0  # agent steps received (ML-Agents' ``_step``)
         self.update_steps = 1  # gradient steps taken, plus one (ML-Agents' ``update_steps``)
         self.signal_update_steps = 1  # reward-signal updates, plus one (``reward_signal_update_steps``)
-        self.cloning = behavioral_cloning_for(
-            behavior_name, self.policy, settings, sequence_length=self.sequence_length, seed=seed
-        )
 
     # ------------------------------------------------------------------ experience
 
