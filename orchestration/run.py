@@ -23,7 +23,7 @@ import random
 import shutil
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -158,69 +158,118 @@ def build_run(
     """
     registry = registry if registry is not None else TrainerRegistry.with_plugins()
     device = check_run(options, registry=registry, env_factory=env_factory, record_demo=record_demo)
-    env = options.env_settings
-    cp = options.checkpoint_settings
-    if env.seed == -1:
-        seed = random.SystemRandom().randint(0, 9999)
-        logger.info("Seed: %d (drawn; pass --seed %d to repeat)", seed, seed)
-        options = attrs.evolve(options, env_settings=attrs.evolve(env, seed=seed))
-        env = options.env_settings
+    options = with_run_seed(options)
     run_dir = prepare_run_dir(options)
-    status_path = run_dir / "run_logs" / "training_status.json"
-    status = TrainingStatus.load(status_path) if (cp.resume or cp.inference) else TrainingStatus(status_path)
-    if cp.resume and not cp.inference:
-        done = finished_behaviors(options, status)
-        if done is not None:
-            listing = ", ".join(f"{n}: {s} of {m} steps" for n, (s, m) in done.items())
-            raise RunAlreadyFinished(
-                f"run {cp.run_id!r} has already finished ({listing}); raise max_steps in "
-                "the configuration to train it further"
-            )
+    status = run_status(options, run_dir)
     # Small networks: one thread is many times faster than torch's default for batches of a
     # few dozen rows, and leaves the other cores to environment processes.
     torch.set_num_threads(1)
-
     timers = Timers(thread_parent=TRAINER_THREAD_PATH)
     timers.add_metadata("communication_protocol_version", unity_api_version())  # as mlagents-learn does
     perf = PerfStats()
-    hub = StatsHub(
-        [
-            *default_writers(
-                run_dir,
-                resume=cp.resume or cp.inference,
-                timers=timers,
-                console=console,
-                env_steps=perf.env_steps_total,
-            ),
-            *load_stats_writer_plugins(options),
-            *writers,
-        ]
-    )
+    hub = stats_hub(options, run_dir, writers, console=console, timers=timers, perf=perf)
+    resuming = options.checkpoint_settings.resume or options.checkpoint_settings.inference
     curriculum = Curriculum(
-        options.environment_parameters, run_seed=env.seed, status=status, resume=cp.resume or cp.inference
+        options.environment_parameters, run_seed=options.env_settings.seed, status=status, resume=resuming
     )
-    # An earlier run's files stay as they are until its first behavior has loaded its checkpoint
-    # (on_started): until the run ends, the builds log to a folder of their own.
-    staged_logs = (
-        Path(tempfile.mkdtemp(prefix=f"agents-learn-{cp.run_id}-logs-")) if cp.resume or cp.inference else None
+    staged_logs = staging_folder(options)
+    log_folder = staged_logs or run_dir / "run_logs"
+    launch = environment_launch(options, log_folder, env_factory, bind_address, curriculum.values(), server_token)
+    announce_connections(launch, options.env_settings.num_envs, bind_address)
+    controller = TrainerController(
+        options=options,
+        run_dir=run_dir,
+        hub=hub,
+        registry=registry,
+        status=status,
+        seed=options.env_settings.seed,
+        device=device,
+        perf=perf,
+        timers=timers,
+        stop=stop,
+        on_started=when_started(options, run_dir),
+        curriculum=curriculum,
     )
-    log_folder = staged_logs if staged_logs is not None else run_dir / "run_logs"
-    launch = environment_launch(options, log_folder, env_factory, bind_address, curriculum.values())
-    launch = attrs.evolve(launch, server_token=server_token)
+    manager = env_manager(options, launch, controller, perf=perf, timers=timers, record_demo=record_demo)
+    return Run(options, run_dir, controller, manager, hub, timers, staged_logs)
+
+
+# ---------------------------------------------------------------- the steps of build_run
+
+
+def with_run_seed(options: RunOptions) -> RunOptions:
+    """``options`` with seed -1 replaced by a drawn seed, logged so the run can be repeated."""
+    env = options.env_settings
+    if env.seed != -1:
+        return options
+    seed = random.SystemRandom().randint(0, 9999)
+    logger.info("Seed: %d (drawn; pass --seed %d to repeat)", seed, seed)
+    return attrs.evolve(options, env_settings=attrs.evolve(env, seed=seed))
+
+
+def run_status(options: RunOptions, run_dir: Path) -> TrainingStatus:
+    """The earlier run's training status for --resume/--inference (refused when finished), else a new one."""
+    cp = options.checkpoint_settings
+    status_path = run_dir / "run_logs" / "training_status.json"
+    if not (cp.resume or cp.inference):
+        return TrainingStatus(status_path)
+    status = TrainingStatus.load(status_path)
+    done = None if cp.inference else finished_behaviors(options, status)
+    if done is not None:
+        listing = ", ".join(f"{n}: {s} of {m} steps" for n, (s, m) in done.items())
+        raise RunAlreadyFinished(
+            f"run {cp.run_id!r} has already finished ({listing}); raise max_steps in "
+            "the configuration to train it further"
+        )
+    return status
+
+
+def stats_hub(
+    options: RunOptions,
+    run_dir: Path,
+    writers: Sequence[StatsWriter],
+    *,
+    console: bool,
+    timers: Timers,
+    perf: PerfStats,
+) -> StatsHub:
+    """Every writer the run's numbers go to: the default ones, the plugins' and the caller's."""
+    cp = options.checkpoint_settings
+    defaults = default_writers(
+        run_dir, resume=cp.resume or cp.inference, timers=timers, console=console, env_steps=perf.env_steps_total
+    )
+    return StatsHub([*defaults, *load_stats_writer_plugins(options), *writers])
+
+
+def staging_folder(options: RunOptions) -> Path | None:
+    """A folder for --resume's/--inference's build logs, so the earlier run's stay intact until it starts."""
+    cp = options.checkpoint_settings
+    if not (cp.resume or cp.inference):
+        return None
+    return Path(tempfile.mkdtemp(prefix=f"agents-learn-{cp.run_id}-logs-"))
+
+
+def announce_connections(launch: EnvLaunch, num_envs: int, bind_address: str) -> None:
+    """Tell the user what to start when the environments are theirs to start (the Editor, builds)."""
     source = launch_source(launch)
     if source is EDITOR:
         logger.info("Listening on port 5004. Start training by pressing the Play button in the Unity Editor.")
     if source is EXTERNAL_BUILDS:
-        last = worker_port(launch, env.num_envs - 1)
+        last = worker_port(launch, num_envs - 1)
         logger.info(
             "Waiting %d s for %d Unity build(s) or Editor(s) you start to connect on %s port(s) %d%s "
             "(in a build: --mlagents-port; in the Editor: press Play)",
             launch.timeout_wait,
-            env.num_envs,
+            num_envs,
             bind_address,
             launch.base_port,
             f"-{last}" if last != launch.base_port else "",
         )
+
+
+def when_started(options: RunOptions, run_dir: Path) -> Callable[[], None]:
+    """The controller's on_started: the run's folder is written once a behavior has loaded, never by --inference."""
+    cp = options.checkpoint_settings
 
     def on_started() -> None:
         if cp.inference:
@@ -236,28 +285,27 @@ def build_run(
         write_configuration(options, run_dir / "configuration.yaml")
         logger.info("Writing results to %s; watch training with: tensorboard --logdir %s", run_dir, cp.results_dir)
 
-    controller = TrainerController(
-        options=options,
-        run_dir=run_dir,
-        hub=hub,
-        registry=registry,
-        status=status,
-        seed=env.seed,
-        device=device,
-        perf=perf,
-        timers=timers,
-        stop=stop,
-        on_started=on_started,
-        curriculum=curriculum,
-    )
+    return on_started
+
+
+def env_manager(
+    options: RunOptions,
+    launch: EnvLaunch,
+    controller: TrainerController,
+    *,
+    perf: PerfStats,
+    timers: Timers,
+    record_demo: str | os.PathLike[str] | None,
+) -> StepSource:
+    """What steps the environments: Ray env runners with --ray-address, else a pool of workers here."""
+    env = options.env_settings
     restarts = RestartBudget(
         env.max_lifetime_restarts, env.restarts_rate_limit_n, float(env.restarts_rate_limit_period_s)
     )
-    manager: StepSource
     if env.ray_address is not None:
         from orchestration.ray_env_manager import RayEnvManager
 
-        manager = RayEnvManager(
+        return RayEnvManager(
             launch,
             env.num_envs,
             controller.create_runtime,
@@ -267,31 +315,30 @@ def build_run(
             perf=perf,
             timers=timers,
         )
-    else:
-        models = OnnxModels() if source is POLICY_SERVER else None
-        pool: EnvWorkerPool
-        if models is not None:
-            pool = external_pool(launch, models, behavior_check(options))
-        else:
-            pool = (
-                SubprocessPool(launch, env.num_envs)
-                if env.num_envs > 1
-                else InProcessPool(launch, background=source.supports.simulates_elsewhere and not options.debug)
-            )
-        recorder = DemoRecorder(record_demo) if record_demo is not None else None
-        env_manager = EnvManager(
-            pool,
-            controller.create_runtime,
-            restarts=restarts,
-            perf=perf,
-            timers=timers,
-            recorder=recorder,
-            serial=options.debug,
-        )
-        if models is not None:
-            models.attach(env_manager.runtimes)
-        manager = env_manager
-    return Run(options, run_dir, controller, manager, hub, timers, staged_logs)
+    models = OnnxModels() if launch_source(launch) is POLICY_SERVER else None
+    manager = EnvManager(
+        worker_pool(options, launch, models),
+        controller.create_runtime,
+        restarts=restarts,
+        perf=perf,
+        timers=timers,
+        recorder=DemoRecorder(record_demo) if record_demo is not None else None,
+        serial=options.debug,
+    )
+    if models is not None:
+        models.attach(manager.runtimes)
+    return manager
+
+
+def worker_pool(options: RunOptions, launch: EnvLaunch, models: OnnxModels | None) -> EnvWorkerPool:
+    """The policy server's clients (served ``models``), a subprocess each for --num-envs > 1, or one in-process."""
+    if models is not None:
+        return external_pool(launch, models, behavior_check(options))
+    env = options.env_settings
+    if env.num_envs > 1:
+        return SubprocessPool(launch, env.num_envs)
+    background = launch_source(launch).supports.simulates_elsewhere and not options.debug
+    return InProcessPool(launch, background=background)
 
 
 # ---------------------------------------------------------------- checks before any work
@@ -499,9 +546,11 @@ def environment_launch(
     env_factory: EnvFactory | None,
     bind_address: str,
     parameters: Mapping[str, ParameterValue],
+    server_token: str | None = None,
 ) -> EnvLaunch:
     """How each worker opens its environment, with the environment parameters' current values;
-    builds write their ``Player-<worker>.log`` into ``log_folder``."""
+    builds write their ``Player-<worker>.log`` into ``log_folder``; ``server_token``: the secret
+    policy clients of ``external:PORT`` must send."""
     env, engine = options.env_settings, options.engine_settings
     return EnvLaunch(
         env_path=env.env_path,
@@ -527,6 +576,7 @@ def environment_launch(
         env_kwargs=tuple(env.env_kwargs.items()),
         envs_per_worker=env.envs_per_worker or DEFAULT_GYMNASIUM_COPIES,
         group_agents=trains_groups(options),
+        server_token=server_token,
     )
 
 
