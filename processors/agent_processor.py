@@ -223,10 +223,13 @@ class AgentProcessor:
             self._groups.end_step()
 
     def end_episode(self) -> None:
-        """A forced reset: publish what every agent collected, then forget every agent.
+        """End every agent's episode now: publish what each collected, then forget every agent.
 
-        Unfinished trajectories go out ending in an interrupted step (the trainer
-        bootstraps them) and their episodes are reported, instead of being thrown away.
+        Unfinished trajectories go out ending in an interrupted step (the trainer bootstraps
+        them) and their episodes are reported; ML-Agents' method of this name discards them.
+        The run's forced reset (the env manager's ``request_reset``) does not call this: it
+        forgets each reset worker's agents with :meth:`discard_worker`, publishing nothing, as
+        ML-Agents' forced reset does.
         """
         table = self._table
         if table is None or table.live_count == 0:
@@ -245,7 +248,8 @@ class AgentProcessor:
         self._last_decision.clear()
 
     def discard_worker(self, worker_id: int) -> None:
-        """Forget the agents of a worker whose environment was restarted, publishing nothing.
+        """Forget the agents of a worker whose environment was restarted or reset (a forced
+        reset), publishing nothing.
 
         A fresh environment process numbers its agents from 0 again; none of them must
         meet the old process's per-agent state.
