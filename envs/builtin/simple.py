@@ -329,8 +329,9 @@ class SimpleEnv(BuiltinEnv):
             ],
             axis=1,
         )
-        moves = np.clip(moves, -self.step_size, self.step_size) * active[:, None]
-        self._pos = np.clip(self._pos + moves, -1.0, 1.0)
+        # np.minimum/np.maximum: np.clip's numbers at a fraction of its call cost
+        moves = np.minimum(np.maximum(moves, -self.step_size), self.step_size) * active[:, None]
+        self._pos = np.minimum(np.maximum(self._pos + moves, -1.0), 1.0)
         self._steps += active
         finished = active & (np.abs(self._pos) >= 1.0).all(axis=1)
         final = SUCCESS_REWARD * (self._pos * self._goal[:, None]).mean(axis=1)

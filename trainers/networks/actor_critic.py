@@ -691,17 +691,20 @@ class Actor(nn.Module):
     ) -> ActionDistribution:
         """``masks``: [B, m] bool/float, True/1 = allowed, or None (all allowed)."""
         h, memories_out = self.features(obs, memories, sequence_length, channels_first=channels_first)
+        # the heads as functional calls, as MLP's layers: a module call costs more than the matmul
         if self.continuous_size:
-            mean = self.mean_head(h)
+            mean = F.linear(h, self.mean_head.weight, self.mean_head.bias)
             if self.conditional_sigma:
-                log_std = torch.clamp(self.log_std_head(h), LOG_STD_MIN, LOG_STD_MAX)
+                log_std = torch.clamp(
+                    F.linear(h, self.log_std_head.weight, self.log_std_head.bias), LOG_STD_MIN, LOG_STD_MAX
+                )
             else:
                 log_std = self.log_std
         else:
             mean = log_std = h.new_zeros((h.shape[0], 0))
         log_probs: tuple[Tensor, ...] = ()
         if self.discrete_branches:
-            logits = mask_logits(self.logits_head(h), masks)
+            logits = mask_logits(F.linear(h, self.logits_head.weight, self.logits_head.bias), masks)
             log_probs = branch_log_probs(logits, self.discrete_branches)
         return ActionDistribution(mean, log_std, log_probs, memories_out)
 
