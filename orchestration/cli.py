@@ -161,13 +161,19 @@ def run_training(
     record_demo: str | None = None,
     server_token: str | None = None,
 ) -> int:
-    """Everything after the configuration: the run's wiring (:func:`orchestration.run.build_run`)
-    and the loop. A finished run given --resume is a clean exit with a message."""
+    """Everything after the configuration: the checks, the run's wiring
+    (:func:`orchestration.run.build_run`) and the loop. A finished run given --resume is a clean
+    exit with a message."""
+    from orchestration.checks import check_run
+
+    # before the wiring's import loads torch: bad input is refused in about a second, not four
+    device = check_run(options, registry=registry, record_demo=record_demo)
     from orchestration.run import RunAlreadyFinished, build_run
 
     try:
         run = build_run(
             options,
+            checked_device=device,
             registry=registry,
             stop=stop,
             bind_address=bind_address,
@@ -185,7 +191,7 @@ def run_training(
 def check_only(options: Any, registry: Any, record_demo: str | None = None) -> int:
     """``--check``: every check a run makes before its first write, then the resolved
     configuration on stdout; nothing is written and no environment starts."""
-    from orchestration.run import check_run
+    from orchestration.checks import check_run
     from stats import check_stats_writer_plugins
     from trainers.settings import dump_run_options
 

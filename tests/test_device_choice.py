@@ -18,7 +18,8 @@ import yaml
 from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
 import orchestration.controller as controller_module
-from orchestration.run import build_run, pick_device
+from orchestration.checks import pick_device
+from orchestration.run import build_run
 from stats import StatsWriter
 from trainers.loop.device_choice import (
     AUTO,
@@ -55,9 +56,9 @@ def test_a_single_candidate_is_taken_without_measuring():
 
 def test_an_explicit_device_is_obeyed_and_without_a_gpu_there_is_nothing_to_choose(monkeypatch):
     assert pick_device("cpu") == "cpu"
-    monkeypatch.setattr("orchestration.run.candidate_devices", lambda: ["cpu"])
+    monkeypatch.setattr("trainers.loop.device_choice.candidate_devices", lambda: ["cpu"])
     assert pick_device(None) == "cpu" and pick_device(AUTO) == "cpu"
-    monkeypatch.setattr("orchestration.run.candidate_devices", lambda: ["cpu", "cuda"])
+    monkeypatch.setattr("trainers.loop.device_choice.candidate_devices", lambda: ["cpu", "cuda"])
     assert pick_device(None) == AUTO
 
 
@@ -193,7 +194,7 @@ def test_auto_records_the_choice_and_resume_keeps_it(tmp_path, monkeypatch, capl
 def test_without_a_choice_to_make_the_run_still_says_where_each_behavior_trains(
     tmp_path, caplog, monkeypatch, asked, said
 ):
-    monkeypatch.setattr("orchestration.run.candidate_devices", lambda: ["cpu"])  # no GPU, also where one is
+    monkeypatch.setattr("trainers.loop.device_choice.candidate_devices", lambda: ["cpu"])  # no GPU, also where one is
     options = structure_run_options(
         {
             "behaviors": {"Basic": {"hyperparameters": {"batch_size": 16, "buffer_size": 64}, "max_steps": 64}},

@@ -30,7 +30,8 @@ import gymnasium
 import numpy as np
 import pytest
 
-from orchestration.run import build_run, check_run
+from orchestration.checks import check_run
+from orchestration.run import build_run
 from tests.support.learning import RewardLog, first_or_second_seed
 from trainers.exceptions import ConfigError
 from trainers.loop.registry import TrainerRegistry

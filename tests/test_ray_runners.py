@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 
 from envs.workers import EnvLaunch, InProcessPool
+from orchestration.checks import check_run
 from orchestration.env_manager import BehaviorRuntime, EnvManager
 from orchestration.env_runner import EnvRunner
-from orchestration.run import build_run, check_run
+from orchestration.run import build_run
 from processors import AgentManager
 from stats import StatsHub, StatsWriter
 from stats.tags import CUMULATIVE_REWARD, EPISODE_LENGTH
