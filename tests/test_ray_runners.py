@@ -204,8 +204,8 @@ def test_3dball_learns_on_two_nodes_and_survives_a_killed_runner(tmp_path, two_n
     holder["run"] = run
     nodes = set()
 
-    def where() -> None:  # which nodes the first runners landed on
-        while not run.env_manager.runners:
+    def where() -> None:  # which nodes the first runners landed on (both: they start one by one)
+        while len(run.env_manager.runners) < 2:
             time.sleep(0.05)
         nodes.update(ray.get([r.node for r in run.env_manager.runners.values()]))
 
