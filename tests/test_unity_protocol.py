@@ -126,8 +126,10 @@ def built_modules():
 
 @pytest.fixture(scope="module")
 def stock_python(request):
-    """Python of a cached venv with protobuf 3.20.3 and the stock mlagents-envs 0.28 modules."""
-    cache = request.config.cache.mkdir("stock-protobuf") if request.config.cache else None
+    """Python of a cached venv with protobuf 3.20.3 and the stock mlagents-envs 0.28 modules
+    (built afresh when pytest runs without its cache, ``-p no:cacheprovider``)."""
+    pytest_cache = getattr(request.config, "cache", None)
+    cache = pytest_cache.mkdir("stock-protobuf") if pytest_cache else None
     return ensure_stock_venv(str(cache) if cache else None)
 
 
