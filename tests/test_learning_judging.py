@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.learning import first_or_second_seed
+from tests.support.learning import SeedFellShort, first_or_second_seed
 
 
 def test_the_first_seed_that_learns_is_taken_and_no_other_is_tried():
@@ -26,10 +26,14 @@ def test_the_second_seed_is_tried_when_the_first_falls_short():
         tried.append(seed)
         return {7: 0.2, 8: 0.97}[seed]
 
-    assert first_or_second_seed(trial, lambda score: score > 0.9, seeds=(7, 8)) == 0.97
+    with pytest.warns(SeedFellShort, match=r"seed 7 fell short: 0.2"):  # named in pytest's summary
+        assert first_or_second_seed(trial, lambda score: score > 0.9, seeds=(7, 8)) == 0.97
     assert tried == [7, 8]
 
 
 def test_two_seeds_short_fail_with_both_results():
-    with pytest.raises(pytest.fail.Exception, match=r"seeds \[1, 2\]: \{1: 0.2, 2: 0.3\}"):
+    with (
+        pytest.warns(SeedFellShort),
+        pytest.raises(pytest.fail.Exception, match=r"seeds \[1, 2\]: \{1: 0.2, 2: 0.3\}"),
+    ):
         first_or_second_seed(lambda seed: {1: 0.2, 2: 0.3}[seed], lambda score: score > 0.9)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -60,10 +61,18 @@ SAC_TEST_CONFIG = TrainerSettings(
 
 T = TypeVar("T")
 
+
+class SeedFellShort(UserWarning):
+    """A learning test's seed did not learn and the next seed was tried."""
+
+
 #: How long ML-Agents' check must hold, at every summary, before a run that asks for it stops
 #: early (steps): the verdict ML-Agents takes at max_steps, taken once it is no accident of one
-#: summary. Hybrid SAC solves Simple within 300 of its 10,000 steps and holds it to the end.
-HOLD_STEPS = 1000
+#: summary: two PPO summaries in a row (every 500 steps in ML-Agents' test config), six of SAC's
+#: (every 100). It was 1000: a run that holds 1000 steps held 500 first, so the longer hold could
+#: only fail a run that passed ML-Agents' check and then dipped. The 60 tests of the six files
+#: that hold pass either way here, in 547 s of test time instead of 743 s.
+HOLD_STEPS = 500
 
 JUDGED_SEEDS = (1, 2)
 
@@ -87,6 +96,8 @@ def first_or_second_seed(
         if learned(result):
             return result
         tried[seed] = result
+        # shown in pytest's warnings summary: which tests lean on a later seed on this machine
+        warnings.warn(SeedFellShort(f"seed {seed} fell short: {result!r}"), stacklevel=2)
     pytest.fail(f"did not learn on any of seeds {list(seeds)}: {tried}")
 
 
