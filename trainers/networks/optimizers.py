@@ -95,7 +95,7 @@ class _Adam(torch.optim.Adam):
             steps.append((group, params, tensors))
         for group, params, tensors in steps:
             beta1, beta2 = group["betas"]
-            torch._foreach_add_(tensors.steps, 1)
+            torch._foreach_add_(tensors.steps, tensors.ones)
             torch._fused_adam_(
                 params,
                 [p.grad for p in params],
@@ -138,10 +138,13 @@ class _Adam(torch.optim.Adam):
             if not state:  # torch's first step makes it
                 return None
             states.append(state)
+        steps = [state["step"] for state in states]
+        one = torch.ones_like(steps[0])
         return _GroupTensors(
             exp_avgs=[state["exp_avg"] for state in states],
             exp_avg_sqs=[state["exp_avg_sq"] for state in states],
-            steps=[state["step"] for state in states],
+            steps=steps,
+            ones=[one] * len(steps),
         )
 
 
@@ -149,6 +152,8 @@ class _GroupTensors(NamedTuple):
     exp_avgs: list[torch.Tensor]
     exp_avg_sqs: list[torch.Tensor]
     steps: list[torch.Tensor]
+    ones: list[torch.Tensor]  # what each step count gains per step: adding a list of tensors is a
+    # third of the cost of adding the number 1 to each (35 µs against 107 µs for SAC's 24 tensors)
 
 
 @functools.cache
