@@ -80,7 +80,7 @@ def test_hybrid_sac(action_sizes):
     # ML-Agents' sizes, first on seed 1, else on the training seed its CI uses (1337). Over seeds
     # 1-5 the sizes pass 5, 5 and 4 times of 5 (benchmarks/learning_seeds.py sac_hybrid). Seed 1
     # passes 0.9 from step 300, 1100 and 1500 on (1-1, 1-2, 2-1) with AVX2 kernels (300, 300 and
-    # 1500 with AVX-512) and holds it to the end; the run stops 500 steps later (HOLD_STEPS).
+    # 1500 with AVX-512); the run stops once it has held that 500 steps (HOLD_STEPS).
     # 1337 on 1-2 stays at 0.3-0.9 from 3700 to 8800 and never held it 1000 steps, so it ran all
     # 10,000 (90 s, the suite's second longest, when it went first).
     # ML-Agents' fourth size, 2 continuous + 2 discrete, passes on about 2 seeds of 5 here (1337
