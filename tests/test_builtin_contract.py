@@ -168,6 +168,15 @@ def test_reset_gives_every_agent_a_new_id(name):
         assert after and not after & before[n]
 
 
+def test_steps_taken_counts_every_step_across_resets():
+    """A clock for whoever watches a run from outside (a learning test's hold)."""
+    env = make_env("Simple", seed=0)
+    rollout(env, uniform_policy(env), 7)
+    env.reset()
+    rollout(env, uniform_policy(env), 5)
+    assert env.steps_taken == 12
+
+
 @pytest.mark.parametrize("name", ALL)
 def test_num_areas_multiplies_agents(name):
     one, three = make_env(name, seed=0), make_env(name, seed=0, num_areas=3)

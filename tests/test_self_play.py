@@ -147,9 +147,12 @@ class CountingTrainer:
         return worked
 
 
-def team(behavior_id: str) -> SimpleNamespace:
+def team(behavior_id: str, maxlen: int = 0) -> SimpleNamespace:
+    """A team's AgentManager: ``maxlen`` bounds its trajectory queue, as a threaded trainer's."""
     return SimpleNamespace(
-        trajectory_queue=AgentManagerQueue(behavior_id), policy_queue=AgentManagerQueue(behavior_id), id=behavior_id
+        trajectory_queue=AgentManagerQueue(behavior_id, maxlen=maxlen),
+        policy_queue=AgentManagerQueue(behavior_id),
+        id=behavior_id,
     )
 
 
@@ -325,6 +328,44 @@ def test_team_change_keeps_counting_after_max_steps():
     assert striker.schedule_step == 35 and c.learning_team == 1
     assert g_trainer.step == 0 and goalie.learning_team == 1
     assert versions(g_team)[-1] == 0  # the goalie learns on from its own latest policy
+
+
+class OneAtATimeTrainer(CountingTrainer):
+    """Takes one trajectory per advance: a trainer that updates slower than its environment
+    steps (SAC updates once per step taken)."""
+
+    def advance(self, timeout=0.0):
+        for q in self._in:
+            if not q.empty():
+                self.taken.append(q.get_nowait())
+                self.step += self.taken[-1].length
+                return True
+        return False
+
+
+def test_a_threaded_trainer_behind_its_environment_holds_the_environment_back():
+    """A threaded trainer's team queues are bounded so that a full one blocks the environment;
+    the ghost hands its trainer no more than that bound at a time and leaves the rest in the
+    team's queue. (It took everything into a queue of its own: in a threaded SAC self-play
+    run the environment ran 32,604 steps ahead of 8,000 trainer steps on stale policies, and
+    SimpleOpp ended at -0.25.) The other team's trajectories are still only counted."""
+    settings = attrs.evolve(PPO_TEST_CONFIG, self_play=SelfPlaySettings(team_change=1000))
+    trainer = OneAtATimeTrainer("Game", settings, StatsHub().reporter("Game"))
+    g = GhostTrainer(trainer=trainer, controller=GhostController(), seed=3)
+    blue, red = team("Game?team=0", maxlen=3), team("Game?team=1", maxlen=3)
+    g.add_team(blue.id, blue)
+    g.add_team(red.id, red)
+    left_in_queue = []
+    for _ in range(4):
+        while blue.trajectory_queue.qsize() < 3:  # the environment fills what room there is
+            blue.trajectory_queue.put(trajectory(blue.id, 5))
+            red.trajectory_queue.put(trajectory(red.id, 5))
+        assert g.advance(timeout=1.0)
+        left_in_queue.append(blue.trajectory_queue.qsize())
+    # advance 1 hands over 3 and the trainer takes one; each later one tops the 2 left up to 3
+    assert left_in_queue == [0, 2, 2, 2]
+    assert len(trainer.taken) == 4 and {t.behavior_id for t in trainer.taken} == {blue.id}
+    assert red.trajectory_queue.empty() and g.ghost_step == 5 * (3 + 3 + 1 + 1)
 
 
 # ---------------------------------------------------------------- ELO through the trainers

@@ -391,6 +391,9 @@ class BuiltinEnv(BaseEnv):
         self._specs: dict[str, BehaviorSpec] = {}
         self._pending: dict[str, ActionTuple] = {}
         self._tick = 0
+        #: How many times ``step()`` ran since the environment opened (resets do not restart
+        #: it): a clock for whoever watches a run from outside, a learning test's hold say.
+        self.steps_taken = 0
         self._closed = False
         self._engine_config: EngineConfig | None = None
         self._setup()
@@ -498,6 +501,7 @@ class BuiltinEnv(BaseEnv):
         for name, agents in self._behaviors.items():
             agents.apply_actions(self._pending.get(name))
         self._pending.clear()
+        self.steps_taken += 1
         for _ in range(MAX_SILENT_TICKS):
             self._tick += 1
             for agents in self._behaviors.values():

@@ -205,14 +205,22 @@ def train_builtin(
 
 class HeldAbove:
     """An ``until`` for :func:`train_env`: true once ``score()`` has stayed above ``threshold``
-    at every summary for ``steps`` steps."""
+    at every summary for ``steps`` steps: the summary's step, or ``clock()``'s where the
+    summaries of several behaviors, each counting its own steps, interleave."""
 
-    def __init__(self, score: Callable[[], float], threshold: float, steps: int = HOLD_STEPS) -> None:
-        self._score, self._threshold, self._steps = score, threshold, steps
+    def __init__(
+        self,
+        score: Callable[[], float],
+        threshold: float,
+        steps: int = HOLD_STEPS,
+        *,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
+        self._score, self._threshold, self._steps, self._clock = score, threshold, steps, clock
         self._since: int | None = None
 
     def __call__(self, curve: list[tuple[int, float]]) -> bool:
-        step = curve[-1][0]
+        step = curve[-1][0] if self._clock is None else self._clock()
         if not self._score() > self._threshold:
             self._since = None
             return False

@@ -399,11 +399,20 @@ class GhostTrainer:
         return [manager for t, manager in self._teams.values() if t == team]
 
     def _route(self, timeout: float) -> bool:
+        """Hand the learning team's trajectories to the wrapped trainer, count the others'.
+
+        A bounded team queue (a threaded trainer's) is the environment's back-pressure: the
+        trainer is handed no more than that bound at a time, and the rest waits in the team's
+        queue, so a trainer that updates slower than the environment steps holds the
+        environment back instead of falling ever further behind it on stale policies."""
         worked = False
         for team, manager in list(self._teams.values()):
             queue = manager.trajectory_queue
             learning = team == self.learning_team
             for i in range(MAX_TRAJECTORIES_PER_ADVANCE):
+                if learning and 0 < queue.maxlen <= self._to_trainer.qsize():
+                    worked = True  # the trainer has its fill to work through: no waiting
+                    break
                 try:
                     trajectory = queue.get(timeout=timeout if i == 0 and not worked else 0.0)
                 except AgentManagerQueue.Empty:
