@@ -22,10 +22,11 @@ from pathlib import Path
 import attrs
 from mlagents_envs.base_env import BehaviorSpec
 
-from orchestration.curriculum import Curriculum, lesson_tag
+from orchestration.curriculum import Curriculum
 from orchestration.env_manager import BehaviorRuntime, StepSource
 from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
 from stats import PerfMark, PerfStats, StatsHub, StatsProperty, StatsReporter, Timers, timed_method
+from stats.tags import lesson_number
 from stats.timer_names import ADVANCE, RESET_ENV, SAVE_MODELS, START_LEARNING
 from trainers.files.checkpoints import BehaviorCheckpoints, TrainingStatus
 from trainers.loop.device_choice import AUTO, DEVICE_KEY, Timing, candidate_devices, choose_device, training_timing
@@ -286,7 +287,7 @@ class TrainerController:
         if self.curriculum is None:
             return
         for parameter, number in self.curriculum.lessons.items():
-            tag = lesson_tag(parameter)
+            tag = lesson_number(parameter)
             for reporter in self.reporters.values():
                 reporter.set_stat(tag, float(number))
 

@@ -44,11 +44,6 @@ logger = logging.getLogger(__name__)
 LESSON_NUM = "lesson_num"
 
 
-def lesson_tag(parameter: str) -> str:
-    """The TensorBoard tag of a parameter's lesson number (ML-Agents')."""
-    return f"Environment/Lesson Number/{parameter}"
-
-
 def parameter_value(sampler: Sampler, seed: int) -> ParameterValue:
     """A configured value as the environment receives it."""
     if isinstance(sampler, ConstantSampler):

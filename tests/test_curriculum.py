@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from envs.parameters import ParameterKind, ParameterValue
-from orchestration.curriculum import LESSON_NUM, Curriculum, lesson_tag
+from orchestration.curriculum import LESSON_NUM, Curriculum
 from tests.support.paths import MLAGENTS_CONFIGS
 from trainers.files.checkpoints import TrainingStatus
 from trainers.settings import load_run_options, structure_run_options
@@ -45,7 +45,6 @@ def test_constants_and_samplers_become_values_with_run_seeded_samplers():
         "spread": ParameterValue(ParameterKind.MULTIRANGEUNIFORM, (0.0, 1.0, 3.0, 4.0), 103),
     }
     assert curriculum.has_lessons and curriculum.lessons == {"size": 0, "mass": 0, "noise": 0, "spread": 0}
-    assert lesson_tag("size") == "Environment/Lesson Number/size"
 
 
 def test_reward_lesson_waits_for_min_lesson_length_and_smooths():
