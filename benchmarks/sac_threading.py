@@ -8,7 +8,13 @@ environment blocks when 20 trajectories wait). For each: wall time, agent steps 
 gradient steps taken against the ``(steps - buffer_init_steps) / steps_per_update`` due, the
 largest trajectory-queue fill seen (how far the environment ran ahead), and the reward curve.
 
-Usage: ``PYTHONPATH=. python benchmarks/sac_threading.py [--steps N] [--seed S]``.
+With ``--self-play``: built-in Simple, asymmetric, two behaviors (``Simple``, ``SimpleOpp``)
+each a ghost-wrapped SAC with ML-Agents' SAC test settings (team change every 400 steps), to
+``--steps`` trainer steps each; for each mode the environment steps taken against the trainers'
+(a ghost that let its trainer fall behind once let the environment run four times ahead) and
+the mean of each behavior's last 5 returns (0.9 is ML-Agents' pass mark).
+
+Usage: ``PYTHONPATH=. python benchmarks/sac_threading.py [--steps N] [--seed S] [--self-play]``.
 """
 
 from __future__ import annotations
@@ -21,15 +27,17 @@ import time
 from pathlib import Path
 
 import attrs
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from envs.builtin import make_env  # noqa: E402 - after the path set-up
 from orchestration.run import build_run  # noqa: E402
 from stats import StatsWriter  # noqa: E402
+from tests.support.learning import SAC_TEST_CONFIG  # noqa: E402
 from tests.support.paths import MLAGENTS_CONFIGS  # noqa: E402
 from trainers.sac.algorithm import SAC  # noqa: E402
-from trainers.settings import RunOptions, load_run_options  # noqa: E402
+from trainers.settings import RunOptions, SelfPlaySettings, TrainerSettings, load_run_options  # noqa: E402
 
 
 class Curve(StatsWriter):
@@ -47,10 +55,8 @@ class Curve(StatsWriter):
             self.max_queue_fill = max(self.max_queue_fill, float(fill.max))
 
 
-def run(threaded: bool, steps: int, seed: int) -> dict:
-    settings = load_run_options(MLAGENTS_CONFIGS / "sac/3DBall.yaml").behavior_settings("3DBall")
-    settings = attrs.evolve(settings, threaded=threaded, max_steps=steps)
-    curve = Curve()
+def train(env, settings: TrainerSettings, seed: int, curve: Curve):
+    """Run ``settings`` on ``env`` (stepped in this process); the wired run and its seconds."""
     with tempfile.TemporaryDirectory() as results:
         options = RunOptions(default_settings=settings)
         options = attrs.evolve(
@@ -58,11 +64,17 @@ def run(threaded: bool, steps: int, seed: int) -> dict:
             env_settings=attrs.evolve(options.env_settings, seed=seed),
             checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=results, run_id="threading"),
         )
-        env = make_env("3DBall", seed=seed)
         wired = build_run(options, env_factory=lambda worker_id, seed: env, writers=[curve], console=False)
         start = time.perf_counter()
         wired.run()
-        elapsed = time.perf_counter() - start
+        return wired, time.perf_counter() - start
+
+
+def run(threaded: bool, steps: int, seed: int) -> dict:
+    settings = load_run_options(MLAGENTS_CONFIGS / "sac/3DBall.yaml").behavior_settings("3DBall")
+    settings = attrs.evolve(settings, threaded=threaded, max_steps=steps)
+    curve = Curve()
+    wired, elapsed = train(make_env("3DBall", seed=seed), settings, seed, curve)
     sac = wired.controller.trainers["3DBall"].algorithm
     assert isinstance(sac, SAC)
     hp = sac.hyperparameters
@@ -79,12 +91,33 @@ def run(threaded: bool, steps: int, seed: int) -> dict:
     }
 
 
+def run_self_play(threaded: bool, steps: int, seed: int) -> dict:
+    self_play = SelfPlaySettings(
+        play_against_latest_model_ratio=1.0, save_steps=10_000, swap_steps=10_000, team_change=400
+    )
+    settings = attrs.evolve(SAC_TEST_CONFIG, self_play=self_play, max_steps=steps, threaded=threaded)
+    env = make_env("Simple", seed=seed, num_teams=2, asymmetric=True, continuous_size=0, discrete_branches=1)
+    wired, elapsed = train(env, settings, seed, Curve())
+    trainer_steps = {name: trainer.step for name, trainer in wired.controller.trainers.items()}
+    return {
+        "threaded": threaded,
+        "seconds": round(elapsed, 1),
+        "environment_steps": env.steps_taken,
+        "trainer_steps": trainer_steps,
+        "last_5_returns": {
+            name: round(float(np.mean(returns[-5:])), 3) for name, returns in env.episode_returns_by_behavior.items()
+        },
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=60_000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--self-play", action="store_true", help="asymmetric self-play on built-in Simple")
     args = parser.parse_args()
-    print(json.dumps([run(threaded, args.steps, args.seed) for threaded in (False, True)], indent=2))
+    measure = run_self_play if args.self_play else run
+    print(json.dumps([measure(threaded, args.steps, args.seed) for threaded in (False, True)], indent=2))
 
 
 if __name__ == "__main__":
