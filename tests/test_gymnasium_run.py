@@ -3,19 +3,24 @@ source's checks before any work, its settings (``envs_per_worker``, ``env_kwargs
 where a source cannot take them, the results a Unity user knows, and CartPole learning with RL
 Zoo's tuned PPO settings (config/gymnasium/ppo/CartPole.yaml).
 
-CartPole-v1 PPO (random play: about 22), seeds 1-7: the best 5k-step summary by 50k steps and
-the first summary at 475 or more within 100k (benchmarks/gymnasium.json for seeds 1-3):
+CartPole-v1 PPO (random play: about 22), seeds 1-8, the first 5k-step summary at 475 or more
+within 100k steps, and the last summary (100k), on an AVX-512 machine:
 
-=====  ===  ===  ===  ===  ===  ===  ===
-seed   1    2    3    4    5    6    7
-=====  ===  ===  ===  ===  ===  ===  ===
-50k    500  232  500  166  312  413  193
-475    40k  80k  25k  --   80k
-=====  ===  ===  ===  ===  ===  ===  ===
+====================================  ===  ===  ===  ===  ===  ===  ===  ===
+seed                                  1    2    3    4    5    6    7    8
+====================================  ===  ===  ===  ===  ===  ===  ===  ===
+ML-Agents' PPO (Swish, no clipping)   50k  --   --   65k  70k  25k  50k  --
+  last summary                        500  287  182  500  500  500  500  222
+SB3's choices (config/gymnasium)      40k  20k  35k  35k  20k  30k  30k  20k
+  last summary                        500  500  500  500  331  500  500  500
+====================================  ===  ===  ===  ===  ===  ===  ===  ===
 
-Stable-Baselines3 with the same settings reaches 475 at 25k, 30k and 40k on seeds 1-3 and RL Zoo
-publishes 500 at 100k: our PPO is slower and less steady on this task (an open finding of issue
-35). The learning test asks what every seed above does: a summary above 150 within 50k steps."""
+The second pair of rows is config/gymnasium/ppo/CartPole.yaml as it is: RL Zoo's settings plus
+Stable-Baselines3's PPO where ML-Agents' differs (tanh hidden layers, gradients clipped at 0.5,
+Adam's epsilon 1e-5, the clip range decaying to 0). Stable-Baselines3 with the same settings
+reaches 475 at 25k, 30k and 40k on seeds 1-3 (benchmarks/gymnasium.json) and RL Zoo publishes
+500 at 100k. The learning test asks what every seed above does: a summary of 475 or more within
+50k steps (the configuration's 100k-step schedules, stopped there), first or second seed."""
 
 from __future__ import annotations
 
@@ -113,15 +118,13 @@ def test_a_gymnasium_run_from_the_command_line_writes_what_a_unity_run_writes(tm
 
 
 def cartpole_curve(seed: int) -> list[tuple[int, float]]:
-    """Mean returns of config/gymnasium/ppo/CartPole.yaml's summaries, until one passes 150 or 50k steps."""
-    log = RewardLog(lambda curve: curve[-1][1] > 150.0)
+    """Mean returns of config/gymnasium/ppo/CartPole.yaml's summaries, until one reaches 475 or
+    the run passes 50k steps (of its 100k: the schedules decay as in a whole run)."""
+    log = RewardLog(lambda curve: curve[-1][1] >= 475.0 or curve[-1][0] >= 50_000)
     options = options_with("gymnasium:CartPole-v1", seed=seed)
-    behaviors = {name: attrs.evolve(b, max_steps=50_000) for name, b in options.behaviors.items()}
     with tempfile.TemporaryDirectory() as results:
         options = attrs.evolve(
-            options,
-            behaviors=behaviors,
-            checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=results, run_id="cp"),
+            options, checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=results, run_id="cp")
         )
         build_run(options, writers=[log], console=False, stop=log.stop).run()
     return log.curve
@@ -129,7 +132,7 @@ def cartpole_curve(seed: int) -> list[tuple[int, float]]:
 
 @pytest.mark.slow  # trains a policy
 def test_cartpole_learns_with_rl_zoos_settings():
-    first_or_second_seed(cartpole_curve, lambda curve: any(reward > 150.0 for _, reward in curve))
+    first_or_second_seed(cartpole_curve, lambda curve: any(r >= 475.0 for step, r in curve if step <= 50_000))
 
 
 @pytest.mark.slow  # runs a policy

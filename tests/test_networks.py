@@ -1,5 +1,6 @@
 """Networks: normaliser statistics, encoders for every observation kind, the actor's
-distributions (log-probs, entropy, masks) and the critic's value heads."""
+distributions (log-probs, entropy, masks), the critic's value heads and the hidden layers'
+configured activation."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpec, ObservationType
+from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, ObservationSpec, ObservationType
 
 from trainers.exceptions import ConfigError
 from trainers.networks.actor_critic import (
@@ -20,7 +21,11 @@ from trainers.networks.actor_critic import (
     UnsupportedNetworkError,
     ValueHeads,
 )
-from trainers.settings import ConditioningType, EncoderType, NetworkSettings
+from trainers.networks.conditioning import ConditionalEncoder
+from trainers.poca.networks import POCACritic
+from trainers.reward_signals.curiosity import CuriosityNetwork
+from trainers.sac.networks import QNetwork
+from trainers.settings import ConditioningType, CuriositySettings, EncoderType, NetworkSettings
 
 
 def vector_spec(n: int, name: str = "vector") -> ObservationSpec:
@@ -321,3 +326,53 @@ def test_goal_observations_condition_the_body_only_with_hyper():
     plain = NetworkSettings(hidden_units=8, num_layers=1, goal_conditioning_type=ConditioningType.NONE)
     actor = Actor([vector_spec(3), goal], plain, ActionSpec(1, ()))  # goals as ordinary inputs, as asked
     assert actor.encoder.inputs_width == 5 and type(actor.encoder.body).__name__ == "MLP"
+
+
+# ---------------------------------------------------------------- activation
+
+
+@pytest.mark.parametrize(
+    ("activation", "function"),
+    [("swish", torch.nn.functional.silu), ("tanh", torch.tanh), ("relu", torch.nn.functional.relu)],
+)
+def test_every_hidden_layer_uses_the_configured_activation(activation, function):
+    """``network_settings.activation``: the actor's and critic's hidden layers, SAC's Q networks
+    (whose first layer runs split in observation and action columns), POCA's critic body, a
+    goal-conditioned body and curiosity's models, each against the layers applied by hand."""
+    settings = NetworkSettings(hidden_units=8, num_layers=2, activation=activation)
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 5) * 3
+
+    def by_hand(layers, h):
+        for layer in layers:
+            h = function(layer(h))
+        return h
+
+    actor = Actor([vector_spec(5)], settings, ActionSpec(2, (3,)), generator=generator)
+    critic = Critic([vector_spec(5)], settings, ["extrinsic"], generator=generator)
+    with torch.no_grad():
+        for network in (actor, critic):
+            torch.testing.assert_close(network.features([x])[0], by_hand(network.encoder.body.dense_layers, x))
+        q = QNetwork([vector_spec(5)], settings, ["extrinsic"], 2, (), generator=generator)
+        actions = torch.randn(4, 2)
+        first, *rest = q.encoder.body.dense_layers
+        h = function(first(x) + actions @ q.action_weights.T)
+        torch.testing.assert_close(q(([x]), actions)[:, 0, 0], q.heads(by_hand(rest, h))[:, 0])
+        poca = POCACritic([vector_spec(5)], settings, ActionSpec(2, ()), ["extrinsic"], generator=generator)
+        assert poca.body.activation is function
+        hidden = torch.randn(4, 8)
+        torch.testing.assert_close(poca.body(hidden), by_hand(poca.body.dense_layers, hidden))
+        goal = ObservationEncoder([vector_spec(5), goal_vector_spec(2)], settings, generator=generator)
+        assert isinstance(goal.body, ConditionalEncoder) and goal.body.activation is function
+        curiosity = CuriosityNetwork(
+            BehaviorSpec([vector_spec(5)], ActionSpec(2, ())),
+            CuriositySettings(network_settings=settings),
+            generator,
+        )
+        state = torch.randn(4, 8)
+        expected = curiosity.forward_output(function(curiosity.forward_hidden(torch.cat([state, actions], dim=1))))
+        torch.testing.assert_close(curiosity.predicted_next(state, actions, torch.zeros(4, 0)), expected)
+
+
+def goal_vector_spec(n: int) -> ObservationSpec:
+    return ObservationSpec((n,), (DimensionProperty.NONE,), ObservationType.GOAL_SIGNAL, "goal")

@@ -60,6 +60,9 @@ CASES = {
         EncoderType.SIMPLE,
     ),
     "var_len_only": (BehaviorSpec([entities_spec(6, 3)], ActionSpec(0, (4,))), EncoderType.SIMPLE),
+    # Stable-Baselines3's hidden activations (network_settings.activation), in a plain and a goal-conditioned body
+    "tanh_hybrid": (BehaviorSpec([vector_spec(6)], ActionSpec(2, (4, 3))), EncoderType.SIMPLE),
+    "relu_hyper_goal": (BehaviorSpec([vector_spec(4), goal_spec(3)], ActionSpec(2, (3,))), EncoderType.SIMPLE),
     "hyper_goal": (BehaviorSpec([vector_spec(4), goal_spec(3)], ActionSpec(2, (3,))), EncoderType.SIMPLE),
     "sac_var_len_hyper_goals": (
         BehaviorSpec(
@@ -115,7 +118,10 @@ def feeds(spec: BehaviorSpec, obs: list[np.ndarray], masks: np.ndarray | None) -
 @pytest.fixture(scope="module", params=list(CASES))
 def exported(request, tmp_path_factory):
     spec, kind = CASES[request.param]
-    settings = NetworkSettings(hidden_units=16, num_layers=2, normalize=True, vis_encode_type=kind)
+    activation = next((name for name in ("tanh", "relu") if request.param.startswith(f"{name}_")), "swish")
+    settings = NetworkSettings(
+        hidden_units=16, num_layers=2, normalize=True, vis_encode_type=kind, activation=activation
+    )
     squashed = request.param.startswith("sac_")
     policy = TorchPolicy(spec, settings, seed=3, conditional_sigma=squashed, tanh_squash=squashed)
     obs, _ = make_inputs(spec, 50, seed=1)

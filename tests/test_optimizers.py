@@ -1,5 +1,6 @@
 """The optimiser every algorithm makes (``trainers.networks.optimizers.adam``): torch's Adam to
-the bit, without importing torch's compiler (2-2.7 s of every trainer process's start)."""
+the bit, without importing torch's compiler (2-2.7 s of every trainer process's start); its
+epsilon and PPO's gradient clipping as configured."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 import yaml
 
 from tests.support.imports import imported_modules, run_cli_timing_imports
-from trainers.networks.optimizers import adam
+from trainers.networks.optimizers import adam, gradient_step
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -40,6 +41,31 @@ def test_steps_equal_torchs_fused_adam_bit_for_bit():
         assert torch.equal(a, b)
     for a, b in zip(ours_optimizer.state.values(), torchs_optimizer.state.values()):
         assert all(torch.equal(a[key], b[key]) for key in ("step", "exp_avg", "exp_avg_sq"))
+
+
+def test_adam_epsilon_is_torchs_unless_a_configuration_sets_it():
+    net = network(0)
+    assert adam(net.parameters(), 3e-3).param_groups[0]["eps"] == 1e-8
+    ours, _ = train(lambda p: adam(p, 3e-3, epsilon=1e-5))
+    torchs, _ = train(lambda p: torch.optim.Adam(p, lr=3e-3, eps=1e-5, fused=True))
+    assert all(torch.equal(a, b) for a, b in zip(ours.parameters(), torchs.parameters()))
+
+
+@pytest.mark.parametrize("max_grad_norm", [None, 0.05, 100.0])
+def test_a_gradient_step_clips_the_total_norm_only_past_max_grad_norm(max_grad_norm):
+    """``max_grad_norm`` (PPO's and POCA's): the gradients of every parameter together are
+    scaled to that norm when longer, then the step; without it, torch's plain step. SGD, so
+    the step shows the gradient it took."""
+    inputs = torch.linspace(-1, 1, 40).reshape(8, 5)
+    net, reference = network(0), network(0)
+    reference(inputs).square().mean().backward()
+    gradients = [p.grad.clone() for p in reference.parameters()]
+    norm = float(torch.linalg.vector_norm(torch.cat([g.flatten() for g in gradients])))
+    scale = 1.0 if max_grad_norm is None or norm <= max_grad_norm else max_grad_norm / (norm + 1e-6)
+    gradient_step(torch.optim.SGD(net.parameters(), lr=1.0), net(inputs).square().mean(), max_grad_norm=max_grad_norm)
+    for after, before, gradient in zip(net.parameters(), reference.parameters(), gradients):
+        torch.testing.assert_close(after.detach(), before.detach() - scale * gradient)
+    assert (scale < 1.0) == (max_grad_norm == 0.05)  # the short norm clips, the long one does not
 
 
 def test_steps_equal_torchs_when_gradients_come_and_go_and_the_state_is_reloaded():

@@ -477,6 +477,51 @@ def test_cross_field_errors_carry_the_numbers() -> None:
     }
 
 
+def test_stable_baselines3s_ppo_keys_are_checked_with_their_numbers() -> None:
+    """The agents-learn keys for SB3's PPO (docs/gymnasium.md): out of range, an epsilon floor
+    under a constant schedule, a key another trainer type lacks, an unknown activation."""
+    ppo = {"max_grad_norm": 0, "adam_epsilon": -1e-5, "epsilon": 0.2, "epsilon_floor": 0.3}
+    lines = {line.strip() for line in error_of({"behaviors": {"P": {"hyperparameters": ppo}}}).splitlines()[1:]}
+    assert lines == {
+        "behaviors.P.hyperparameters.max_grad_norm: must be > 0 (got 0.0)",
+        "behaviors.P.hyperparameters.adam_epsilon: must be > 0 (got -1e-05)",
+        "behaviors.P.hyperparameters.epsilon_floor: must be between 0 and epsilon (0.2) (got 0.3)",
+    }
+    constant = {"epsilon_schedule": "constant", "epsilon_floor": 0.0}
+    assert error_of({"behaviors": {"P": {"hyperparameters": constant}}}) == (
+        "behaviors.P.hyperparameters.epsilon_floor: the end of a linear epsilon_schedule, but "
+        "epsilon_schedule is constant; remove it or set epsilon_schedule: linear"
+    )
+    sac = {"trainer_type": "sac", "hyperparameters": {"max_grad_norm": 0.5}}
+    assert "max_grad_norm: unknown key for trainer_type sac (it is a ppo/poca hyperparameter)" in error_of(
+        {"behaviors": {"S": sac}}
+    )
+    assert "network_settings.activation: expected one of swish, tanh, relu, got 'gelu'" in error_of(
+        {"behaviors": {"P": {"network_settings": {"activation": "gelu"}}}}
+    )
+    good = structure_run_options(
+        {
+            "behaviors": {
+                "P": {
+                    "trainer_type": "poca",
+                    "hyperparameters": {"epsilon_floor": 0.0, "max_grad_norm": 0.5, "adam_epsilon": 1e-5},
+                    "network_settings": {"activation": "tanh"},
+                }
+            }
+        }
+    ).behaviors["P"]
+    hp = good.hyperparameters
+    assert (hp.epsilon_floor, hp.max_grad_norm, hp.adam_epsilon, good.network_settings.activation) == (
+        0.0,
+        0.5,
+        1e-5,
+        "tanh",
+    )
+    defaults = TrainerSettings()
+    assert (defaults.hyperparameters.epsilon_floor, defaults.hyperparameters.max_grad_norm) == (0.1, None)
+    assert (defaults.hyperparameters.adam_epsilon, defaults.network_settings.activation) == (1e-8, "swish")
+
+
 def test_memory_sequence_length_bounded_by_batch_size() -> None:
     assert (
         error_of(

@@ -54,6 +54,10 @@ ALL_CONFIGS = sorted(MLAGENTS_CONFIGS.glob("*/*.yaml"))
 NEWER_PATHS = {
     "behaviors.B.even_checkpoints",
     "behaviors.B.hyperparameters.shared_critic",
+    "behaviors.B.hyperparameters.epsilon_floor",
+    "behaviors.B.hyperparameters.max_grad_norm",
+    "behaviors.B.hyperparameters.adam_epsilon",
+    "behaviors.B.network_settings.activation",
     "env_settings.timeout_wait",
     "env_settings.ray_address",
     "env_settings.envs_per_worker",
@@ -164,7 +168,12 @@ def test_newer_keys_are_left_out_unless_set(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("where", ["behavior", "default_settings"])
 def test_newer_keys_set_in_yaml_are_kept_even_at_their_defaults(where: str, tmp_path: Path) -> None:
-    trainer = {"even_checkpoints": False, "hyperparameters": {"shared_critic": False}}
+    sb3 = {"epsilon_floor": 0.1, "max_grad_norm": 0.5, "adam_epsilon": 1e-8}
+    trainer = {
+        "even_checkpoints": False,
+        "hyperparameters": {"shared_critic": False, **sb3},
+        "network_settings": {"activation": "swish"},
+    }
     data: dict[str, Any] = {
         "env_settings": {
             "env_path": "builtin:3DBall",
@@ -183,7 +192,7 @@ def test_newer_keys_set_in_yaml_are_kept_even_at_their_defaults(where: str, tmp_
     out = written(structure_run_options(data), tmp_path)
     found = set(check_configuration(out).unknown_keys)
     expected = NEWER_PATHS | (
-        {"default_settings.even_checkpoints", "default_settings.hyperparameters.shared_critic"}
+        {path.replace("behaviors.B.", "default_settings.") for path in NEWER_PATHS if path.startswith("behaviors.B.")}
         if where == "default_settings"
         else set()
     )
@@ -205,7 +214,15 @@ def test_newer_keys_typed_on_the_command_line_are_kept(tmp_path: Path) -> None:
 
 def test_newer_keys_set_in_python_are_kept(tmp_path: Path) -> None:
     options = RunOptions(
-        behaviors={"B": TrainerSettings(even_checkpoints=True, hyperparameters=PPOSettings(shared_critic=True))},
+        behaviors={
+            "B": TrainerSettings(
+                even_checkpoints=True,
+                hyperparameters=PPOSettings(
+                    shared_critic=True, epsilon_floor=0.0, max_grad_norm=0.5, adam_epsilon=1e-5
+                ),
+                network_settings=NetworkSettings(activation="tanh"),
+            )
+        },
         env_settings=EnvironmentSettings(
             env_path="builtin:3DBall", timeout_wait=5, ray_address="auto", envs_per_worker=2, env_kwargs={"a": 1}
         ),
@@ -217,7 +234,7 @@ def test_newer_keys_set_in_python_are_kept(tmp_path: Path) -> None:
 def _everything() -> RunOptions:
     """A configuration using every section, signal, sampler and newer key the schema has
     (default_settings is TrainerSettings again, checked in the tests above)."""
-    net = NetworkSettings(memory=MemorySettings(sequence_length=16, memory_size=32))
+    net = NetworkSettings(memory=MemorySettings(sequence_length=16, memory_size=32), activation="tanh")
     signals = {
         RewardSignalType.EXTRINSIC: ExtrinsicSettings(),
         RewardSignalType.CURIOSITY: CuriositySettings(encoding_size=64),
@@ -226,7 +243,7 @@ def _everything() -> RunOptions:
     }
     ppo = TrainerSettings(
         even_checkpoints=True,
-        hyperparameters=PPOSettings(shared_critic=True),
+        hyperparameters=PPOSettings(shared_critic=True, epsilon_floor=0.0, max_grad_norm=0.5, adam_epsilon=1e-5),
         network_settings=net,
         reward_signals=signals,
         init_path="x.pt",
@@ -274,12 +291,19 @@ def test_every_key_0_28_does_not_know_is_marked_newer(tmp_path: Path) -> None:
     found = check_configuration(written(_everything(), tmp_path))
     assert found.nulls == () and found.bad_values == ()
     marked = set().union(
-        *(_newer_aliases(cl) for cl in (TrainerSettings, PPOSettings, EnvironmentSettings, EngineSettings))
+        *(
+            _newer_aliases(cl)
+            for cl in (TrainerSettings, PPOSettings, NetworkSettings, EnvironmentSettings, EngineSettings)
+        )
     )
     assert {path.rsplit(".", 1)[1] for path in found.unknown_keys} == marked
     assert marked == {
         "even_checkpoints",
         "shared_critic",
+        "epsilon_floor",
+        "max_grad_norm",
+        "adam_epsilon",
+        "activation",
         "timeout_wait",
         "ray_address",
         "envs_per_worker",

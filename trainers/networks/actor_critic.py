@@ -42,6 +42,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from trainers.exceptions import ConfigError
+from trainers.networks.activations import hidden_activation
 from trainers.networks.attention import (
     ATTENTION_EMBEDDING_SIZE,
     EntityEmbedding,
@@ -204,15 +205,15 @@ class Normalizer(nn.Module):
 
 
 class MLP(nn.Module):
-    """``num_layers`` x (Linear(hidden_units) + Swish), [B, input_size] -> [B, hidden_units].
+    """``num_layers`` x (Linear(hidden_units) + ``activation``), [B, input_size] -> [B, hidden_units].
 
     At least one layer: ``num_layers`` 0 (or less) builds one, exactly like 1, because
     ML-Agents' ``LinearEncoder`` always builds the first layer and then ``num_layers - 1``
     more. A configuration tuned with ``num_layers: 0`` in mlagents-learn so gets the network it
-    trained there.
+    trained there. ``activation``: ``network_settings.activation`` (ML-Agents' Swish unless set).
     """
 
-    def __init__(self, input_size: int, hidden_units: int, num_layers: int) -> None:
+    def __init__(self, input_size: int, hidden_units: int, num_layers: int, activation: str = "swish") -> None:
         super().__init__()
         layers = []
         size = input_size
@@ -221,6 +222,7 @@ class MLP(nn.Module):
             size = hidden_units
         self.layers = nn.ModuleList(layers)
         self.output_size = size
+        self.activation = hidden_activation(activation)
 
     @property
     def dense_layers(self) -> list[nn.Linear]:
@@ -228,8 +230,9 @@ class MLP(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         # functional calls: a module call per layer costs more than the 3DBall-sized matmul
+        activation = self.activation
         for layer in cast("list[nn.Linear]", self.layers):
-            x = F.silu(F.linear(x, layer.weight, layer.bias))
+            x = activation(F.linear(x, layer.weight, layer.bias))
         return x
 
 
@@ -479,10 +482,15 @@ class ObservationEncoder(nn.Module):
         elif conditioned:
             goal_size = sum(end - start for start, end in goal_slices)
             self.body = ConditionalEncoder(
-                total + extra_inputs, goal_size, hidden, int(network_settings.num_layers), generator=generator
+                total + extra_inputs,
+                goal_size,
+                hidden,
+                int(network_settings.num_layers),
+                activation=network_settings.activation,
+                generator=generator,
             )
         else:
-            self.body = MLP(total + extra_inputs, hidden, int(network_settings.num_layers))
+            self.body = MLP(total + extra_inputs, hidden, int(network_settings.num_layers), network_settings.activation)
         self.output_size = self.body.output_size
         _init_encoder(self, generator)
 

@@ -7,7 +7,8 @@ more input added to them, which lets one policy behave very differently per goal
 
 Architecture and initialisation are ML-Agents 0.28's (``conditioning.py``; our own code):
 
-* ``ConditionalEncoder``: ``num_layers`` layers of ``hidden_units`` with Swish; the last
+* ``ConditionalEncoder``: ``num_layers`` layers of ``hidden_units`` with Swish (or the
+  configured ``network_settings.activation``; the hypernetworks keep Swish); the last
   ``num_conditional_layers`` (ML-Agents' NetworkBody uses 1) are hypernetwork layers, the others
   Linear layers drawn N(0, 1 / fan_in) with zero bias, like the plain MLP's.
 * ``HyperNetwork`` for a layer ``in -> out``: goal [B, g] -> Linear(hidden) + Swish ->
@@ -29,6 +30,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from trainers.networks.activations import hidden_activation
 from trainers.networks.attention import layer_norm
 
 HYPERNETWORK_LAYERS = 2  # hidden layers of each hypernetwork (ML-Agents' value)
@@ -94,7 +96,7 @@ class ConditionalEncoder(nn.Module):
 
     ``num_layers`` 0 builds one layer, like 1, as our plain :class:`trainers.networks.actor_critic.MLP`
     (ML-Agents' ConditionalEncoder would build none and return its input, which its action
-    heads, sized for ``hidden_units``, then reject).
+    heads, sized for ``hidden_units``, then reject). ``activation``: ``network_settings.activation``.
     """
 
     def __init__(
@@ -105,9 +107,11 @@ class ConditionalEncoder(nn.Module):
         num_layers: int,
         num_conditional_layers: int = 1,
         *,
+        activation: str = "swish",
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
+        self.activation = hidden_activation(activation)
         count = max(int(num_layers), 1)
         layers: list[nn.Module] = []
         size = int(input_size)
@@ -132,5 +136,5 @@ class ConditionalEncoder(nn.Module):
 
     def forward(self, x: Tensor, goal: Tensor) -> Tensor:
         for layer in self.layers:
-            x = F.silu(layer(x, goal) if isinstance(layer, HyperNetwork) else layer(x))
+            x = self.activation(layer(x, goal) if isinstance(layer, HyperNetwork) else layer(x))
         return x

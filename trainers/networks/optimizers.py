@@ -39,10 +39,23 @@ import torch
 _SKIPPED_BY_COMPILE = ("add_param_group", "zero_grad", "state_dict", "load_state_dict")
 
 
-def adam(parameters: Iterable[torch.nn.Parameter], learning_rate: float) -> torch.optim.Adam:
-    """Adam as ML-Agents makes it (default betas and eps), fused: one kernel per step."""
+def adam(parameters: Iterable[torch.nn.Parameter], learning_rate: float, *, epsilon: float = 1e-8) -> torch.optim.Adam:
+    """Adam as ML-Agents makes it (default betas; ``epsilon`` torch's default unless a
+    configuration's ``adam_epsilon`` sets it), fused: one kernel per step."""
     _defer_dynamo_import()
-    return _Adam(parameters, lr=learning_rate, fused=True)
+    return _Adam(parameters, lr=learning_rate, eps=epsilon, fused=True)
+
+
+def gradient_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor, *, max_grad_norm: float | None = None) -> None:
+    """One step down ``loss``: its gradients, clipped to a total norm of ``max_grad_norm`` over
+    every parameter of ``optimizer`` when given (Stable-Baselines3's PPO clips at 0.5; ML-Agents
+    does not clip), then the optimiser's step."""
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    if max_grad_norm is not None:
+        parameters = [p for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        torch.nn.utils.clip_grad_norm_(parameters, max_grad_norm)
+    optimizer.step()
 
 
 _ADAM_STEP = inspect.unwrap(torch.optim.Adam.step)  # the step itself, below torch's wrappers

@@ -44,7 +44,7 @@ from mlagents_envs.base_env import BehaviorSpec
 from processors.trajectory import Trajectory
 from stats import StatsAggregationMethod, StatsReporter, tags
 from trainers import seeding
-from trainers.networks.optimizers import adam
+from trainers.networks.optimizers import adam, gradient_step
 from trainers.networks.sequences import CriticMemories, masked_mean
 from trainers.poca.buffer import POCABatch, POCABuffer
 from trainers.poca.networks import GroupObservations, POCACritic
@@ -95,7 +95,7 @@ class POCA(Learner[POCASettings]):
             generator=seeding.generator(seed, Stream.CRITIC_INIT),
         ).to(self.device)
         parameters = [*self.policy.actor.parameters(), *self.critic.parameters()]
-        self.optimizer = adam(parameters, hyperparameters.learning_rate)
+        self.optimizer = adam(parameters, hyperparameters.learning_rate, epsilon=hyperparameters.adam_epsilon)
         self.shuffle = seeding.generator(seed, Stream.SHUFFLE)
         self.buffer = POCABuffer(
             [tuple(spec.shape) for spec in behavior_spec.observation_specs],
@@ -275,9 +275,7 @@ class POCA(Learner[POCASettings]):
             ):
                 minibatch = batch.take(rows)
                 policy_loss, value_loss, baseline_loss, loss = self.losses(minibatch, beta, epsilon)
-                self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                self.optimizer.step()
+                gradient_step(self.optimizer, loss, max_grad_norm=hp.max_grad_norm)
                 policy_losses.append(policy_loss.detach())
                 value_losses.append(value_loss.detach())
                 baseline_losses.append(baseline_loss.detach())

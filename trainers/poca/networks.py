@@ -81,7 +81,7 @@ class POCACritic(nn.Module):
         self.obs_encoder = EntityEmbedding(width, 0, hidden, generator=generator)
         self.obs_action_encoder = EntityEmbedding(width + action_width, 0, hidden, generator=generator)
         self.attention = ResidualSelfAttention(hidden, 0, generator=generator)
-        self.body = MLP(hidden, hidden, int(network_settings.num_layers))
+        self.body = MLP(hidden, hidden, int(network_settings.num_layers), network_settings.activation)
         for dense in self.body.dense_layers:
             init_dense(dense, math.sqrt(0.125 / hidden), generator)
         self.memory = memory_module(self.body.output_size, network_settings, generator)

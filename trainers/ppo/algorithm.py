@@ -32,7 +32,7 @@ from processors.trajectory import Trajectory
 from stats import StatsReporter, tags
 from trainers import seeding
 from trainers.networks.actor_critic import Critic, ValueHeads
-from trainers.networks.optimizers import adam
+from trainers.networks.optimizers import adam, gradient_step
 from trainers.networks.policy import TorchPolicy
 from trainers.networks.sequences import CriticMemories, masked_mean
 from trainers.ppo.buffer import PPOBatch, UpdateBuffer
@@ -115,7 +115,7 @@ class PPO(Learner[PPOSettings]):
             )
         self.critic.to(self.device)
         parameters = {id(p): p for p in [*self.policy.actor.parameters(), *self.critic.parameters()]}
-        self.optimizer = adam(parameters.values(), hyperparameters.learning_rate)
+        self.optimizer = adam(parameters.values(), hyperparameters.learning_rate, epsilon=hyperparameters.adam_epsilon)
         self.shuffle = seeding.generator(seed, Stream.SHUFFLE)
         self.buffer = UpdateBuffer(
             [tuple(spec.shape) for spec in behavior_spec.observation_specs],
@@ -205,9 +205,7 @@ class PPO(Learner[PPOSettings]):
 
     def _minibatch_step(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
         policy_loss, value_loss, loss = self.losses(batch, beta, epsilon)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
+        gradient_step(self.optimizer, loss, max_grad_norm=self.hyperparameters.max_grad_norm)
         return policy_loss.detach(), value_loss.detach()
 
     def losses(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -18,10 +18,10 @@ from trainers.reward_signals.behavioral_cloning import BehavioralCloning
 from trainers.settings import POCASettings
 from trainers.settings.schedules import decayed_value
 
-# Floors of the linear schedules, as ML-Agents decays them.
+# Floors of the linear schedules, as ML-Agents decays them (epsilon's: ``epsilon_floor``, 0.1
+# unless set).
 MIN_LEARNING_RATE = 1e-10
 MIN_BETA = 1e-5
-MIN_EPSILON = 0.1
 
 
 def schedules(hyperparameters: POCASettings, step: int, max_steps: int) -> tuple[float, float, float]:
@@ -30,7 +30,7 @@ def schedules(hyperparameters: POCASettings, step: int, max_steps: int) -> tuple
     hp = hyperparameters
     learning_rate = decayed_value(hp.learning_rate_schedule, hp.learning_rate, MIN_LEARNING_RATE, step, max_steps)
     beta = decayed_value(hp.beta_schedule, hp.beta, MIN_BETA, step, max_steps)
-    epsilon = decayed_value(hp.epsilon_schedule, hp.epsilon, MIN_EPSILON, step, max_steps)
+    epsilon = decayed_value(hp.epsilon_schedule, hp.epsilon, hp.epsilon_floor, step, max_steps)
     return learning_rate, beta, epsilon
 
 

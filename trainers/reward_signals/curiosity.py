@@ -10,7 +10,8 @@ loss + 0.8 * inverse loss)`` with its own Adam at ``learning_rate``. Like ML-Age
 episode ends (its return bootstraps past them).
 
 Sizes and initialisation are ML-Agents': the inverse and forward models have one Swish layer of
-256 units (He-normal, linear gain), then a Xavier-uniform output layer.
+256 units (He-normal, linear gain), then a Xavier-uniform output layer. ``network_settings.activation``
+replaces Swish there as in the encoder's hidden layers.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from torch.nn import functional as F
 from processors.trajectory import Trajectory
 from stats import tags
 from trainers import seeding
+from trainers.networks.activations import hidden_activation
 from trainers.networks.actor_critic import ObservationEncoder, UnsupportedNetworkError, init_dense
 from trainers.networks.optimizers import adam
 from trainers.networks.sequences import masked_mean
@@ -40,7 +42,7 @@ LOSS_MULTIPLIER = 10.0
 EPSILON = 1e-10
 
 
-def _swish_layer(input_size: int, generator: torch.Generator) -> nn.Linear:
+def _hidden_layer(input_size: int, generator: torch.Generator) -> nn.Linear:
     layer = nn.Linear(input_size, MODEL_UNITS)
     init_dense(layer, 1.0, generator)
     return layer
@@ -70,14 +72,15 @@ class CuriosityNetwork(nn.Module):
         self.continuous_size = int(spec.action_spec.continuous_size)
         self.branches = tuple(int(n) for n in spec.action_spec.discrete_branches)
         self.encoder = ObservationEncoder(spec.observation_specs, settings.network_settings, generator=generator)
+        self.activation = hidden_activation(settings.network_settings.activation)  # the models' hidden layers too
         embedding = self.encoder.output_size
         flat_actions = self.continuous_size + sum(self.branches)
-        self.inverse_hidden = _swish_layer(2 * embedding, generator)
+        self.inverse_hidden = _hidden_layer(2 * embedding, generator)
         if self.continuous_size:
             self.continuous_prediction = _output_layer(MODEL_UNITS, self.continuous_size, generator)
         if self.branches:
             self.discrete_prediction = _output_layer(MODEL_UNITS, sum(self.branches), generator)
-        self.forward_hidden = _swish_layer(embedding + flat_actions, generator)
+        self.forward_hidden = _hidden_layer(embedding + flat_actions, generator)
         self.forward_output = _output_layer(MODEL_UNITS, embedding, generator)
 
     def embed_pair(self, obs: Sequence[Tensor], next_obs: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
@@ -88,7 +91,7 @@ class CuriosityNetwork(nn.Module):
     def predicted_next(self, state: Tensor, continuous: Tensor, discrete: Tensor) -> Tensor:
         """The forward model's next embedding [B, e]."""
         actions = flatten_actions(continuous, discrete, self.branches)
-        return self.forward_output(F.silu(self.forward_hidden(torch.cat([state, actions], dim=1))))
+        return self.forward_output(self.activation(self.forward_hidden(torch.cat([state, actions], dim=1))))
 
     def forward_errors(self, state: Tensor, next_state: Tensor, continuous: Tensor, discrete: Tensor) -> Tensor:
         """[B] ``0.5 * |phi' - f(phi, a)|^2``: the reward before strength, and the forward loss."""
@@ -97,7 +100,7 @@ class CuriosityNetwork(nn.Module):
     def inverse_errors(self, state: Tensor, next_state: Tensor, continuous: Tensor, discrete: Tensor) -> Tensor:
         """[B] the inverse model's error: squared error of the continuous actions plus the
         cross-entropy of each branch's choice (against softmaxed predictions, as ML-Agents)."""
-        hidden = F.silu(self.inverse_hidden(torch.cat([state, next_state], dim=1)))
+        hidden = self.activation(self.inverse_hidden(torch.cat([state, next_state], dim=1)))
         errors = state.new_zeros(state.shape[0])
         if self.continuous_size:
             errors = errors + ((continuous - self.continuous_prediction(hidden)) ** 2).sum(dim=1)

@@ -111,9 +111,10 @@ class QNetwork(nn.Module):
             return self._heads(self.encoder.hidden(part), sequence_length)
         if self.continuous_size:
             part = part + F.linear(continuous_actions, self.action_weights)
-        h = F.silu(part)
-        for layer in cast(MLP, self.encoder.body).dense_layers[1:]:
-            h = F.silu(F.linear(h, layer.weight, layer.bias))
+        body = cast(MLP, self.encoder.body)
+        h = body.activation(part)
+        for layer in body.dense_layers[1:]:
+            h = body.activation(F.linear(h, layer.weight, layer.bias))
         return self._heads(h, sequence_length)
 
     def _heads(self, h: Tensor, sequence_length: int) -> Tensor:

@@ -19,6 +19,7 @@ from trainers.settings.capabilities import (
 from trainers.settings.files import dump_run_options, load_run_options, read_yaml, write_configuration
 from trainers.settings.overrides import CLI_DESTS, IGNORED_DESTS, apply_cli_overrides, flag_name
 from trainers.settings.schema import (
+    Activation,
     BehavioralCloningSettings,
     CheckpointSettings,
     CompletionCriteria,
@@ -72,6 +73,7 @@ __all__ = [
     "BehavioralCloningSettings",
     "CheckpointSettings",
     "CompletionCriteria",
+    "Activation",
     "ConditioningType",
     "ConstantSampler",
     "CuriositySettings",

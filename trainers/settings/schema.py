@@ -71,6 +71,15 @@ class ConditioningType(enum.StrEnum):
     NONE = "none"
 
 
+class Activation(enum.StrEnum):
+    """The hidden layers' nonlinearity: ML-Agents' Swish, or Stable-Baselines3's choices
+    (tanh for its PPO, ReLU for its SAC). An agents-learn key."""
+
+    SWISH = "swish"
+    TANH = "tanh"
+    RELU = "relu"
+
+
 class RewardSignalType(enum.StrEnum):
     """Keys of ``reward_signals``. A StrEnum, so ``signals["extrinsic"]`` works too."""
 
@@ -111,9 +120,21 @@ class NetworkSettings:
     memory: MemorySettings | None = None
     goal_conditioning_type: ConditioningType = ConditioningType.HYPER
     deterministic: bool = False
+    _activation: Activation | None = attrs.field(default=None, alias="activation", metadata={NEWER_KEY: True})
+
+    @property
+    def activation(self) -> Activation:
+        """The hidden layers' nonlinearity; Swish (ML-Agents') unless set."""
+        return self._activation or Activation.SWISH
 
 
 # ---------------------------------------------------------------- hyperparameters
+
+
+# ML-Agents' values of keys it does not have: the floor of PPO's and POCA's linear epsilon
+# schedule, and Adam's epsilon (torch's default, which ML-Agents keeps).
+DEFAULT_EPSILON_FLOOR = 0.1
+DEFAULT_ADAM_EPSILON = 1e-8
 
 
 @attrs.frozen(kw_only=True)
@@ -140,6 +161,26 @@ class POCASettings(Hyperparameters):
     # The learning-rate schedule unless set.
     beta_schedule: ScheduleType = _follows("learning_rate_schedule")
     epsilon_schedule: ScheduleType = _follows("learning_rate_schedule")
+    # agents-learn keys, for Stable-Baselines3's PPO where ML-Agents differs (docs/gymnasium.md)
+    _epsilon_floor: float | None = attrs.field(default=None, alias="epsilon_floor", metadata={NEWER_KEY: True})
+    _max_grad_norm: float | None = attrs.field(default=None, alias="max_grad_norm", metadata={NEWER_KEY: True})
+    _adam_epsilon: float | None = attrs.field(default=None, alias="adam_epsilon", metadata={NEWER_KEY: True})
+
+    @property
+    def epsilon_floor(self) -> float:
+        """Where a linear ``epsilon_schedule`` ends: ML-Agents' 0.1 unless set (SB3's ``lin_0.2``: 0)."""
+        return DEFAULT_EPSILON_FLOOR if self._epsilon_floor is None else self._epsilon_floor
+
+    @property
+    def max_grad_norm(self) -> float | None:
+        """The norm each step's gradient is clipped to (all the update's networks together);
+        None unless set: no clipping, as ML-Agents (SB3's PPO: 0.5)."""
+        return self._max_grad_norm
+
+    @property
+    def adam_epsilon(self) -> float:
+        """Adam's epsilon: torch's and ML-Agents' 1e-8 unless set (SB3's PPO: 1e-5)."""
+        return DEFAULT_ADAM_EPSILON if self._adam_epsilon is None else self._adam_epsilon
 
 
 @attrs.frozen(kw_only=True)

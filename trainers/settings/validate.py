@@ -28,6 +28,7 @@ from trainers.settings.schema import (
     POCASettings,
     RunOptions,
     SACSettings,
+    ScheduleType,
     SelfPlaySettings,
     TrainerSettings,
     UniformSampler,
@@ -130,8 +131,21 @@ def _check_hyperparameters(c: _Checks, where: str, hp: Any) -> None:
         "num_epoch",
         "steps_per_update",
         "init_entcoef",
+        "max_grad_norm",
+        "adam_epsilon",
     )
     _non_negative(c, path, hp, "beta", "buffer_init_steps")
+    if isinstance(hp, POCASettings) and hp._epsilon_floor is not None:  # PPO too; checked only where set
+        floor = hp._epsilon_floor
+        if hp.epsilon_schedule == ScheduleType.CONSTANT:
+            c.errors.append(
+                f"{path}.epsilon_floor: the end of a linear epsilon_schedule, but epsilon_schedule is "
+                f"constant; remove it or set epsilon_schedule: linear"
+            )
+        else:
+            c.require(
+                f"{path}.epsilon_floor", floor, lambda v: 0 <= v <= hp.epsilon, f"between 0 and epsilon ({hp.epsilon})"
+            )
     if hasattr(hp, "lambd"):
         c.require(f"{path}.lambd", hp.lambd, lambda v: 0 <= v <= 1, "between 0 and 1")
     if hasattr(hp, "tau"):
