@@ -325,6 +325,35 @@ def test_resume_with_other_network_settings_names_the_mismatch(tmp_path):
         wider.resume()
 
 
+def test_resume_or_initialize_from_with_another_activation_is_refused(tmp_path):
+    """An activation leaves the weights' shapes alone, so the checkpoint records it: the same
+    weights under another activation would be another policy. A checkpoint without the record
+    (written before it) was trained with Swish."""
+    status = TrainingStatus(tmp_path / "s.json")
+    tanh = NetworkSettings(hidden_units=16, num_layers=1, normalize=True, activation="tanh")
+    first = make_trainer(checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status), network_settings=tanh)
+    run_serial(first, range(2))
+    first.save_checkpoint()
+    swish = make_trainer(checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status))
+    message = "was trained with network_settings.activation tanh, and behavior 'Walker' is configured with swish"
+    with pytest.raises(CheckpointError, match=f"{message}.*cannot --resume"):
+        swish.resume()
+    with pytest.raises(CheckpointError, match=f"{message}.*cannot --initialize-from"):
+        make_trainer().initialize_from(tmp_path / "Walker")
+    again = make_trainer(checkpoints=BehaviorCheckpoints(tmp_path, "Walker", 5, status), network_settings=tanh)
+    again.resume()
+    assert again.step == first.step
+    older = {k: v for k, v in load_state(tmp_path / "Walker" / "checkpoint.pt").items() if k != "activation"}
+    make_trainer().algorithm.load(older, weights_only=True)  # the algorithm itself never reads it
+    older_path = tmp_path / "older.pt"
+    torch.save(older, older_path)
+    make_trainer(network_settings=NetworkSettings(hidden_units=16, num_layers=1, normalize=True)).initialize_from(
+        older_path
+    )
+    with pytest.raises(CheckpointError, match="was trained with network_settings.activation swish"):
+        make_trainer(network_settings=tanh).initialize_from(older_path)
+
+
 def test_a_missing_gail_demonstration_is_named_with_its_key_path():
     signals = {RewardSignalType.EXTRINSIC: ExtrinsicSettings(), RewardSignalType.GAIL: GAILSettings(demo_path="x.demo")}
     with pytest.raises(ConfigError, match="behaviors.Walker.reward_signals.gail.demo_path: x.demo does not exist"):

@@ -34,7 +34,8 @@ logger = logging.getLogger(__name__)
 # How many trajectories one advance() takes from a queue before checking for an update,
 # so a flood of trajectories cannot starve the update (and the back-pressure it relieves).
 MAX_TRAJECTORIES_PER_ADVANCE = 64
-# The checkpoint format: 1 = {format, behavior, step, elapsed_seconds, **algorithm state}.
+# The checkpoint format: 1 = {format, behavior, step, elapsed_seconds, activation (absent in older
+# files: swish), **algorithm state}.
 CHECKPOINT_FORMAT = 1
 
 
@@ -207,6 +208,9 @@ class Trainer:
             "behavior": self.behavior_name,
             "step": self.step,
             "elapsed_seconds": self.elapsed_seconds,
+            # not in the weights' shapes, so saved to be checked: the same weights compute
+            # another function under another activation
+            "activation": str(self.settings.network_settings.activation),
             **self.algorithm.state(),
             **{key: extension.checkpoint_state() for key, extension in self.checkpoint_extensions.items()},
         }
@@ -317,6 +321,14 @@ class Trainer:
         """Hand ``state`` to the algorithm; a checkpoint that does not fit is one clear error."""
         if not isinstance(state, Mapping) or "step" not in state:
             raise CheckpointError(f"{path}: not an agents-learn checkpoint (no step recorded); cannot {what} from it")
+        trained_with = str(state.get("activation", "swish"))  # checkpoints from before the key: Swish
+        configured = str(self.settings.network_settings.activation)
+        if trained_with != configured:
+            raise CheckpointError(
+                f"{path}: was trained with network_settings.activation {trained_with}, and behavior "
+                f"{self.behavior_name!r} is configured with {configured}; its weights would compute another "
+                f"function. Set activation: {trained_with}, or start from fresh weights; cannot {what} from it"
+            )
         try:
             self.algorithm.load(state, weights_only=weights_only)
         except KeyError as error:
