@@ -69,11 +69,11 @@ from trainers.settings.validate import (
 __all__ = [
     "CLI_DESTS",
     "IGNORED_DESTS",
+    "Activation",
     "AlgorithmRecord",
     "BehavioralCloningSettings",
     "CheckpointSettings",
     "CompletionCriteria",
-    "Activation",
     "ConditioningType",
     "ConstantSampler",
     "CuriositySettings",
