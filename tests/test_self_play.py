@@ -345,27 +345,53 @@ class OneAtATimeTrainer(CountingTrainer):
 
 def test_a_threaded_trainer_behind_its_environment_holds_the_environment_back():
     """A threaded trainer's team queues are bounded so that a full one blocks the environment;
-    the ghost hands its trainer no more than that bound at a time and leaves the rest in the
-    team's queue. (It took everything into a queue of its own: in a threaded SAC self-play
-    run the environment ran 32,604 steps ahead of 8,000 trainer steps on stale policies, and
-    SimpleOpp ended at -0.25.) The other team's trajectories are still only counted."""
+    the ghost hands its trainer no more than that bound at a time, and the trainer takes all of
+    it before the ghost routes more, however slowly it updates. (It took everything into a queue
+    of its own: in a threaded SAC self-play run the environment ran 32,604 steps ahead of 8,000
+    trainer steps on stale policies, and SimpleOpp ended at -0.25.) The other team's
+    trajectories are still only counted."""
     settings = attrs.evolve(PPO_TEST_CONFIG, self_play=SelfPlaySettings(team_change=1000))
     trainer = OneAtATimeTrainer("Game", settings, StatsHub().reporter("Game"))
     g = GhostTrainer(trainer=trainer, controller=GhostController(), seed=3)
     blue, red = team("Game?team=0", maxlen=3), team("Game?team=1", maxlen=3)
     g.add_team(blue.id, blue)
     g.add_team(red.id, red)
-    left_in_queue = []
-    for _ in range(4):
+    blue.trajectory_queue.put(trajectory(blue.id, 5))
+    taken = []
+    for _ in range(3):
         while blue.trajectory_queue.qsize() < 3:  # the environment fills what room there is
             blue.trajectory_queue.put(trajectory(blue.id, 5))
             red.trajectory_queue.put(trajectory(red.id, 5))
         assert g.advance(timeout=1.0)
-        left_in_queue.append(blue.trajectory_queue.qsize())
-    # advance 1 hands over 3 and the trainer takes one; each later one tops the 2 left up to 3
-    assert left_in_queue == [0, 2, 2, 2]
-    assert len(trainer.taken) == 4 and {t.behavior_id for t in trainer.taken} == {blue.id}
-    assert red.trajectory_queue.empty() and g.ghost_step == 5 * (3 + 3 + 1 + 1)
+        taken.append((len(trainer.taken), blue.trajectory_queue.qsize()))
+    # each advance hands over the 3 the queue holds, and the trainer takes them one at a time
+    assert taken == [(3, 0), (6, 0), (9, 0)]
+    assert {t.behavior_id for t in trainer.taken} == {blue.id}
+    assert red.trajectory_queue.empty() and g.ghost_step == 5 * (2 + 3 + 3)
+
+
+def test_a_turn_counts_every_trajectory_routed_before_the_team_changes():
+    """ML-Agents' trainer takes its whole queue in one advance, then the ghost checks the team
+    change: a trainer that takes one trajectory per advance (SAC) is advanced until it has taken
+    everything routed, so its turn ends on the steps of all of them, not on the first that crossed
+    team_change with the rest taken (and counted) during the other team's turn."""
+    settings = attrs.evolve(PPO_TEST_CONFIG, self_play=SelfPlaySettings(team_change=25))
+    trainer = OneAtATimeTrainer("Game", settings, StatsHub().reporter("Game"))
+    controller = GhostController()
+    g = GhostTrainer(trainer=trainer, controller=controller, seed=3)
+    blue, red = team("Game?team=0", maxlen=20), team("Game?team=1", maxlen=20)
+    g.add_team(blue.id, blue)
+    g.add_team(red.id, red)
+    for _ in range(8):
+        blue.trajectory_queue.put(trajectory(blue.id, 5))
+    g.advance()
+    assert trainer.step == 40 and controller.learning_team == 1
+    assert g.last_team_change == 40 and g.schedule_step == 40
+    # team 1's turn: 6 trajectories (step 70 > 40 + 25) hand it back to team 0
+    for _ in range(6):
+        red.trajectory_queue.put(trajectory(red.id, 5))
+    g.advance()
+    assert trainer.step == 70 and controller.learning_team == 0 and g.last_team_change == 70
 
 
 # ---------------------------------------------------------------- ELO through the trainers

@@ -365,7 +365,7 @@ class GhostTrainer:
 
     def _advance(self, timeout: float) -> bool:
         worked = self._route(timeout)
-        worked = self.trainer.advance(0.0) or worked
+        worked = self._train_on_routed() or worked
         if self.schedule_step - self.last_team_change > self.self_play.team_change:
             self.controller.change_learning_team(self.schedule_step)
             self.last_team_change = self.schedule_step
@@ -403,8 +403,9 @@ class GhostTrainer:
 
         A bounded team queue (a threaded trainer's) is the environment's back-pressure: the
         trainer is handed no more than that bound at a time, and the rest waits in the team's
-        queue, so a trainer that updates slower than the environment steps holds the
-        environment back instead of falling ever further behind it on stale policies."""
+        queue until the trainer has taken what it was handed (:meth:`_train_on_routed`), so a
+        trainer that updates slower than the environment steps holds the environment back
+        instead of falling ever further behind it on stale policies."""
         worked = False
         for team, manager in list(self._teams.values()):
             queue = manager.trajectory_queue
@@ -425,6 +426,19 @@ class GhostTrainer:
                     self._record_episode(trajectory)
                 else:
                     self.ghost_step += trajectory.length
+        return worked
+
+    def _train_on_routed(self) -> bool:
+        """Advance the wrapped trainer until it has taken every trajectory routed to it, as
+        ML-Agents' trainer takes its whole queue in one advance, so the schedule's checks that
+        follow count every trajectory routed while its team learned. (A trainer that updates
+        between trajectories, SAC, takes one per advance: advanced once, it still held up to a
+        queue's bound of them when its team's turn ended, and took them during the next team's
+        turn, counting them, ~100 steps in the threaded SAC test, into its own next turn.)
+        Returns whether it did anything."""
+        worked = progressed = self.trainer.advance(0.0)
+        while progressed and not self._to_trainer.empty():
+            progressed = self.trainer.advance(0.0)
         return worked
 
     def _record_episode(self, trajectory: Trajectory) -> None:
