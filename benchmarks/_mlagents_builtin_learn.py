@@ -2,10 +2,12 @@
 
 ``mlagents_3dball_side_by_side.py`` runs this with the scratch ML-Agents venv's interpreter and the
 repository root on ``PYTHONPATH``. The arguments are ``mlagents-learn``'s; ``--env=builtin:NAME``
-names the built-in environment. Only the environment factory is replaced: each ML-Agents env
-worker builds ``envs.builtin.make_env(NAME, seed=seed, worker_id=worker_id)`` instead of launching
-a Unity build, so everything else (SubprocessEnvManager, AgentProcessor, the trainers) is
-ML-Agents' own. The final ONNX export needs ``onnxscript`` with today's torch; it is skipped
+names the built-in environment, ``--env=gymnasium:ID`` a Gymnasium task through our adapter
+(``--copies N`` copies as one behavior, 8 unless given; taken out of the arguments before
+``mlagents-learn`` reads them). Only the environment factory is replaced: each ML-Agents env
+worker builds ``envs.builtin.make_env(NAME, seed=seed, worker_id=worker_id)`` (or
+``envs.gymnasium.gymnasium_env``) instead of launching a Unity build, so everything else
+(SubprocessEnvManager, AgentProcessor, the trainers) is ML-Agents' own. The final ONNX export needs ``onnxscript`` with today's torch; it is skipped
 (it happens after training).
 
 ``--in-process-env`` (taken out of the arguments before ``mlagents-learn`` reads them; one
@@ -25,16 +27,24 @@ from typing import Any
 from mlagents.trainers import learn
 from mlagents.trainers.torch.model_serialization import ModelSerializer
 
+#: Gymnasium copies per environment (``--copies``).
+copies = 8
+
 
 def builtin_factory(env_path: str | None, _no_graphics: bool, seed: int, *_args: Any) -> Callable[..., Any]:
-    if env_path is None or not env_path.startswith("builtin:"):
-        raise SystemExit(f"--env must name a built-in environment (builtin:NAME), not {env_path!r}")
-    name = env_path.removeprefix("builtin:")
+    if env_path is None or not env_path.startswith(("builtin:", "gymnasium:")):
+        raise SystemExit(f"--env must name a built-in environment (builtin:NAME) or gymnasium:ID, not {env_path!r}")
+    source, name = env_path.split(":", 1)
 
     def create(worker_id: int, _side_channels: list[Any]) -> Any:
-        from envs.builtin import make_env
+        if source == "gymnasium":
+            from envs.gymnasium import gymnasium_env
 
-        env = make_env(name, seed=seed, worker_id=worker_id)
+            env = gymnasium_env(name, copies=copies, seed=seed, worker_id=worker_id)
+        else:
+            from envs.builtin import make_env
+
+            env = make_env(name, seed=seed, worker_id=worker_id)
         env.academy_capabilities = None  # a Unity build's handshake field; none: no analytics channel
         return env
 
@@ -54,6 +64,10 @@ def in_process_env_manager(env_factory: Callable[..., Any], _options: Any, num_e
 
 
 if __name__ == "__main__":
+    if "--copies" in sys.argv:
+        at = sys.argv.index("--copies")
+        copies = int(sys.argv[at + 1])
+        del sys.argv[at : at + 2]
     if "--in-process-env" in sys.argv:
         sys.argv.remove("--in-process-env")
         learn.SubprocessEnvManager = in_process_env_manager  # type: ignore[assignment,misc]

@@ -43,7 +43,6 @@ How to run (from the repository root; one training at a time, single-threaded)::
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import re
@@ -59,13 +58,12 @@ import numpy as np
 import torch
 from mlagents_envs.base_env import ActionTuple
 
-REPO = Path(__file__).resolve().parents[1]
-# The repository, not benchmarks/, first on the path: benchmarks/gymnasium.py would shadow gymnasium.
-sys.path[0] = str(REPO)
+from envs.pettingzoo import pettingzoo_env
+from trainers.files.checkpoints import LATEST_CHECKPOINT, load_state
+from trainers.networks.policy import TorchPolicy
+from trainers.settings.files import load_run_options
 
-from trainers.files.checkpoints import LATEST_CHECKPOINT, load_state  # noqa: E402
-from trainers.networks.policy import TorchPolicy  # noqa: E402
-from trainers.settings.files import load_run_options  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 CONFIG = REPO / "config/gymnasium/ppo/ConnectFour.yaml"
 TARGET = "pettingzoo.classic.connect_four_v3"
@@ -73,10 +71,6 @@ BEHAVIOR = "player"
 TEAMS = {"first": f"{BEHAVIOR}?team=0", "second": f"{BEHAVIOR}?team=1"}
 SUMMARY = re.compile(r"\. Step: (\d+)\. Time Elapsed: .*?ELO: (-?\d+(?:\.\d+)?)")
 STEP = re.compile(r"\. Step: (\d+)\. ")
-
-# The adapter, imported by name: mypy puts benchmarks/ on its path, where gymnasium.py would stand for
-# the gymnasium package in the adapter's own imports.
-pettingzoo_env: Callable[..., Any] = importlib.import_module("envs.pettingzoo").pettingzoo_env
 
 # A player: (observations, allowed [N, 7] bool) -> chosen columns [N].
 Chooser = Callable[[list[np.ndarray], np.ndarray], np.ndarray]

@@ -18,7 +18,7 @@ SB3's choices (config/gymnasium)      40k  20k  35k  35k  20k  30k  30k  20k
 The second pair of rows is config/gymnasium/ppo/CartPole.yaml as it is: RL Zoo's settings plus
 Stable-Baselines3's PPO where ML-Agents' differs (tanh hidden layers, gradients clipped at 0.5,
 Adam's epsilon 1e-5, the clip range decaying to 0). Stable-Baselines3 with the same settings
-reaches 475 at 25k, 30k and 40k on seeds 1-3 (benchmarks/gymnasium.json) and RL Zoo publishes
+reaches 475 at 25k, 30k and 40k on seeds 1-3 (benchmarks/gymnasium_vs_sb3.json) and RL Zoo publishes
 500 at 100k. The learning test asks what every seed above does: a summary of 475 or more within
 50k steps (the configuration's 100k-step schedules, stopped there), first or second seed."""
 

@@ -32,7 +32,7 @@ numbers in the two trainers: compare the spread over seeds, not seed by seed.
 
 How to run (from the repository root)::
 
-    .venv/bin/python benchmarks/gymnasium.py --tasks cartpole --seeds 1 2 3 --out benchmarks/gymnasium.json
+    .venv/bin/python benchmarks/gymnasium_vs_sb3.py --tasks cartpole --seeds 1 2 3 --out benchmarks/gymnasium_vs_sb3.json
 """
 
 from __future__ import annotations
