@@ -48,14 +48,15 @@ import numpy as np
 
 from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
 from processors.trajectory import Trajectory
-from stats import PerfStats, StatsProperty, StatsReporter, Timers
+from stats import StatsProperty
 from stats.tags import SELF_PLAY_ELO
 from trainers.exceptions import CheckpointError
 from trainers.files.checkpoints import BehaviorCheckpoints, CheckpointRecord, TrainingStatus
 from trainers.loop.trainer import MAX_TRAJECTORIES_PER_ADVANCE, Trainer
-from trainers.networks.policy import TorchPolicy, Weights, newest_updates
+from trainers.loop.wrapper import TrainerWrapper
+from trainers.networks.policy import Weights, newest_updates
 from trainers.seeding import Stream
-from trainers.settings import SelfPlaySettings, TrainerSettings
+from trainers.settings import SelfPlaySettings
 
 logger = logging.getLogger(__name__)
 
@@ -194,7 +195,7 @@ class GhostController:
 # ---------------------------------------------------------------------- the trainer
 
 
-class GhostTrainer:
+class GhostTrainer(TrainerWrapper):
     """Self-play around ``trainer`` (see the module docstring). Presents the trainer loop's
     interface to the controller (advance, step, should_still_train, checkpoints...).
 
@@ -215,7 +216,7 @@ class GhostTrainer:
         settings = trainer.settings.self_play
         if not isinstance(settings, SelfPlaySettings):
             raise ValueError(f"{trainer.behavior_name}: a ghost trainer needs a self_play section")
-        self.trainer = trainer
+        super().__init__(trainer)
         self.controller = controller
         self.self_play = settings
         self.status = status
@@ -264,25 +265,8 @@ class GhostTrainer:
     # ------------------------------------------------------------------ the trainer's face
 
     @property
-    def behavior_name(self) -> str:
-        return self.trainer.behavior_name
-
-    @property
-    def settings(self) -> TrainerSettings:
-        return self.trainer.settings
-
-    @property
-    def stats_reporter(self) -> StatsReporter:
-        return self.trainer.stats_reporter
-
-    @property
     def checkpoints(self) -> BehaviorCheckpoints | None:
         return self.trainer.checkpoints
-
-    @property
-    def policy(self) -> TorchPolicy:
-        """The learning policy (exported to ONNX, and what --inference acts with)."""
-        return self.trainer.policy
 
     @property
     def step(self) -> int:
@@ -292,14 +276,6 @@ class GhostTrainer:
     @property
     def should_still_train(self) -> bool:
         return self.trainer.should_still_train
-
-    @property
-    def perf(self) -> PerfStats | None:
-        return self.trainer.perf
-
-    @property
-    def timers(self) -> Timers:
-        return self.trainer.timers
 
     @property
     def schedule_step(self) -> int:

@@ -17,49 +17,23 @@ from typing import Any
 
 from processors import AgentManagerQueue
 from processors.trajectory import Trajectory
-from stats import PerfStats, StatsReporter, Timers
 from stats.tags import STEP
 from trainers.loop.trainer import Trainer
-from trainers.networks.policy import TorchPolicy
-from trainers.settings import TrainerSettings
+from trainers.loop.wrapper import TrainerWrapper
 
 logger = logging.getLogger(__name__)
 
 
-class InferenceTrainer:
+class InferenceTrainer(TrainerWrapper):
     """Acts with ``trainer``'s policy (resumed from its checkpoint, or untrained) for good."""
 
     def __init__(self, trainer: Trainer) -> None:
-        self._trainer = trainer
+        super().__init__(trainer)
         self._queues: list[AgentManagerQueue[Trajectory]] = []
         self._returns: list[float] = []
         self.step = trainer.step
         freq = trainer.settings.summary_freq
         self._next_summary = (self.step // freq + 1) * freq
-
-    @property
-    def behavior_name(self) -> str:
-        return self._trainer.behavior_name
-
-    @property
-    def settings(self) -> TrainerSettings:
-        return self._trainer.settings
-
-    @property
-    def stats_reporter(self) -> StatsReporter:
-        return self._trainer.stats_reporter
-
-    @property
-    def policy(self) -> TorchPolicy:
-        return self._trainer.policy
-
-    @property
-    def perf(self) -> PerfStats | None:
-        return self._trainer.perf
-
-    @property
-    def timers(self) -> Timers:
-        return self._trainer.timers
 
     @property
     def should_still_train(self) -> bool:
