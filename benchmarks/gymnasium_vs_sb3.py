@@ -1,6 +1,14 @@
 """Gymnasium tasks, ours (``agents-learn``) against Stable-Baselines3 2.9.2 with the same RL Zoo
 settings, per task and seed. Prints JSON (and writes it to ``--out`` after every run).
 
+Trainers: ``ours`` (the configuration as it is), ``sb3``, and two with ML-Agents' choices, the
+configuration without the keys agents-learn has beyond ML-Agents' (``OWN_KEYS``: ``activation``,
+``max_grad_norm``, ``adam_epsilon``, ``epsilon_floor``): ``ours-mlagents`` (agents-learn) and
+``mlagents`` (ML-Agents 0.28's own ``mlagents-learn`` trainers through
+``benchmarks/_mlagents_builtin_learn.py``, our Gymnasium adapter as its environment, in its
+process; ``--mlagents-python``, a scratch venv as ``benchmarks/mlagents_sac_anchor.py`` sets it
+up, with ``gymnasium[classic-control]`` added). Both ML-Agents-choice runs use the same copies.
+
 - ``cartpole``: PPO on CartPole-v1, ``config/gymnasium/ppo/CartPole.yaml`` (8 copies, RL Zoo's
   tuned settings, 100k steps). SB3: ``PPO('MlpPolicy', make_vec_env('CartPole-v1', n_envs=8,
   seed=S), n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0,
@@ -49,9 +57,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
-TRAINERS = ("ours", "sb3")
+TRAINERS = ("ours", "sb3", "ours-mlagents", "mlagents")
 SUMMARY = re.compile(r"\. Step: (\d+)\. Time Elapsed: ([\d.]+) s\. (?:Mean Reward: (-?\d+(?:\.\d+)?)|No episode)")
+# The keys agents-learn has beyond ML-Agents' (docs/gymnasium.md); without them a configuration
+# trains with ML-Agents' choices, as mlagents-learn reads it.
+OWN_KEYS = {"hyperparameters": ("epsilon_floor", "max_grad_norm", "adam_epsilon"), "network_settings": ("activation",)}
 
 
 @dataclass(frozen=True)
@@ -114,17 +127,39 @@ print(json.dumps({"steps": model.num_timesteps, "learn_s": time.monotonic() - st
 """
 
 
-def command(trainer: str, task: Task, seed: int, results: Path, sb3_python: str) -> list[str]:
+def mlagents_choices(task: Task, folder: Path) -> tuple[Path, int]:
+    """The task's configuration without ``OWN_KEYS`` and ``env_settings`` (which mlagents-learn
+    does not know), written into ``folder``; and the copies its ``env_settings`` asked for."""
+    config = yaml.safe_load(task.config.read_text())
+    copies = int(config.pop("env_settings", {}).get("envs_per_worker", 1))
+    for behavior in config["behaviors"].values():
+        for section, keys in OWN_KEYS.items():
+            for key in keys:
+                behavior.get(section, {}).pop(key, None)
+    path = folder / f"{task.name}-mlagents-choices.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path, copies
+
+
+def command(trainer: str, task: Task, seed: int, results: Path, interpreters: dict[str, str]) -> list[str]:
+    run = ["--run-id=run", f"--seed={seed}", f"--results-dir={results}"]
+    agents_learn = str(Path(sys.executable).with_name("agents-learn"))
     if trainer == "ours":
-        agents_learn = Path(sys.executable).with_name("agents-learn")
-        return [str(agents_learn), str(task.config), "--run-id=run", f"--seed={seed}", f"--results-dir={results}"]
-    args = [task.name, task.env_id, str(seed), str(task.max_steps), str(task.window)]
-    return [sb3_python, "-c", SB3_SCRIPT, *args]
+        return [agents_learn, str(task.config), *run]
+    if trainer == "sb3":
+        args = [task.name, task.env_id, str(seed), str(task.max_steps), str(task.window)]
+        return [interpreters["sb3"], "-c", SB3_SCRIPT, *args]
+    config, copies = mlagents_choices(task, results.parent)
+    env = f"--env=gymnasium:{task.env_id}"
+    if trainer == "ours-mlagents":
+        return [agents_learn, str(config), env, f"--envs-per-worker={copies}", *run]
+    runner = str(REPO / "benchmarks/_mlagents_builtin_learn.py")
+    return [interpreters["mlagents"], runner, str(config), env, "--copies", str(copies), "--in-process-env", *run]
 
 
 def parse(trainer: str, line: str) -> tuple[str, Any] | None:
     """A window ("window", (step, mean or None)) or SB3's end ("end", {...}) from one output line."""
-    if trainer == "ours":
+    if trainer != "sb3":
         match = SUMMARY.search(line)
         if match is None:
             return None
@@ -137,13 +172,15 @@ def parse(trainer: str, line: str) -> tuple[str, Any] | None:
     return "end", record
 
 
-def train(trainer: str, task: Task, seed: int, sb3_python: str) -> dict[str, Any]:
+def train(trainer: str, task: Task, seed: int, interpreters: dict[str, str]) -> dict[str, Any]:
     """One run in a subprocess: its windows, the threshold step, wall time and rates."""
     with tempfile.TemporaryDirectory(prefix=f"gym-{trainer}-{task.name}-{seed}-") as tmp:
         environ = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+        if trainer == "mlagents":  # its runner imports our environment adapter from the repository
+            environ["PYTHONPATH"] = str(REPO)
         start = time.monotonic()
         process = subprocess.Popen(
-            command(trainer, task, seed, Path(tmp) / "results", sb3_python),
+            command(trainer, task, seed, Path(tmp) / "results", interpreters),
             cwd=tmp,
             env=environ,
             stdout=subprocess.PIPE,
@@ -191,6 +228,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--trainers", choices=TRAINERS, nargs="+", default=list(TRAINERS))
     parser.add_argument("--sb3-python", default="/tmp/sb3/bin/python")
+    parser.add_argument("--mlagents-python", default="/tmp/mla/bin/python")
     parser.add_argument("--out", type=Path, help="rewrite the JSON here after every run")
     parser.add_argument("--keep", type=Path, help="an earlier output: its runs are kept, not run again")
     args = parser.parse_args()
@@ -207,13 +245,14 @@ def main() -> None:
                 "max_steps": task.max_steps,
             },
         )
+        interpreters = {"sb3": args.sb3_python, "mlagents": args.mlagents_python}
         for trainer in args.trainers:
-            if trainer == "sb3" and not Path(args.sb3_python).exists():
-                entry[trainer] = {"skipped": f"no Stable-Baselines3 interpreter at {args.sb3_python}"}
+            if trainer in interpreters and not Path(interpreters[trainer]).exists():
+                entry[trainer] = {"skipped": f"no {trainer} interpreter at {interpreters[trainer]}"}
                 continue
             runs = [run for run in entry.get(trainer, {}).get("runs", []) if run["seed"] not in args.seeds]
             for seed in args.seeds:
-                run = train(trainer, task, seed, args.sb3_python)
+                run = train(trainer, task, seed, interpreters)
                 runs.append(run)
                 print(
                     f"{trainer} {name} seed {seed}: at threshold {run['first_step_at_threshold']}, "
