@@ -7,8 +7,8 @@ names the built-in environment, ``--env=gymnasium:ID`` a Gymnasium task through 
 ``mlagents-learn`` reads them). Only the environment factory is replaced: each ML-Agents env
 worker builds ``envs.builtin.make_env(NAME, seed=seed, worker_id=worker_id)`` (or
 ``envs.gymnasium.gymnasium_env``) instead of launching a Unity build, so everything else
-(SubprocessEnvManager, AgentProcessor, the trainers) is ML-Agents' own. The final ONNX export needs ``onnxscript`` with today's torch; it is skipped
-(it happens after training).
+(SubprocessEnvManager, AgentProcessor, the trainers) is ML-Agents' own. The final ONNX export
+needs ``onnxscript`` with today's torch; it is skipped (it happens after training).
 
 ``--in-process-env`` (taken out of the arguments before ``mlagents-learn`` reads them; one
 environment only) steps the environment in the trainer's process with ML-Agents' own

@@ -41,6 +41,7 @@ numbers in the two trainers: compare the spread over seeds, not seed by seed.
 How to run (from the repository root)::
 
     .venv/bin/python benchmarks/gymnasium_vs_sb3.py --tasks cartpole --seeds 1 2 3 --out benchmarks/gymnasium_vs_sb3.json
+    .venv/bin/python benchmarks/gymnasium_vs_sb3.py --tasks cartpole --trainers ours-mlagents mlagents --seeds 1 2 3 4 5 6 7 8 --out benchmarks/cartpole_mlagents_choices.json
 """
 
 from __future__ import annotations
