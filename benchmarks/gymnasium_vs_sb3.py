@@ -18,6 +18,11 @@ up, with ``gymnasium[classic-control]`` added). Both ML-Agents-choice runs use t
   settings: lr 1e-3, SB3's defaults otherwise, 20k steps). SB3: ``SAC('MlpPolicy', 'Pendulum-v1',
   learning_rate=1e-3, seed=S)``. Threshold: a window mean >= -200 (about -150 is solved).
   Window: 2000 steps.
+- ``acrobot``: PPO on Acrobot-v1, ``config/gymnasium/ppo/Acrobot.yaml`` (16 copies, RL Zoo's
+  settings), 200k steps (the configuration says 1M), ours and the two ML-Agents-choice trainers
+  only. Threshold: a window mean >= -100. Window: 20000 steps.
+
+Every trainer but SB3 runs a copy of the configuration with the task's ``max_steps``.
 
 Per run: ``curve``, [(step, mean return of the episodes that ended in the window)] every window
 (null where none ended); ours is the console summary (``Mean Reward``, every ``summary_freq``
@@ -73,14 +78,24 @@ class Task:
     name: str
     env_id: str
     config: Path
-    max_steps: int
+    max_steps: int  # every trainer's, whatever the configuration says
     window: int
     threshold: float
+    trainers: tuple[str, ...] = TRAINERS  # SB3_SCRIPT knows cartpole and pendulum only
 
 
 TASKS = {
     "cartpole": Task("cartpole", "CartPole-v1", REPO / "config/gymnasium/ppo/CartPole.yaml", 100_000, 5000, 475.0),
     "pendulum": Task("pendulum", "Pendulum-v1", REPO / "config/gymnasium/sac/Pendulum.yaml", 20_000, 2000, -200.0),
+    "acrobot": Task(
+        "acrobot",
+        "Acrobot-v1",
+        REPO / "config/gymnasium/ppo/Acrobot.yaml",
+        200_000,
+        20_000,
+        -100.0,
+        ("ours", "ours-mlagents", "mlagents"),
+    ),
 }
 
 # Run by --sb3-python: argv task env_id seed max_steps window. Prints one JSON object a line:
@@ -128,16 +143,20 @@ print(json.dumps({"steps": model.num_timesteps, "learn_s": time.monotonic() - st
 """
 
 
-def mlagents_choices(task: Task, folder: Path) -> tuple[Path, int]:
-    """The task's configuration without ``OWN_KEYS`` and ``env_settings`` (which mlagents-learn
-    does not know), written into ``folder``; and the copies its ``env_settings`` asked for."""
+def written_config(task: Task, folder: Path, *, mlagents_choices: bool) -> tuple[Path, int]:
+    """The task's configuration with the task's ``max_steps``, written into ``folder``; with
+    ``mlagents_choices``, also without ``OWN_KEYS`` and ``env_settings`` (which mlagents-learn
+    does not know). And the copies its ``env_settings`` asked for."""
     config = yaml.safe_load(task.config.read_text())
-    copies = int(config.pop("env_settings", {}).get("envs_per_worker", 1))
+    copies = int(config.get("env_settings", {}).get("envs_per_worker", 1))
+    if mlagents_choices:
+        del config["env_settings"]
     for behavior in config["behaviors"].values():
-        for section, keys in OWN_KEYS.items():
+        behavior["max_steps"] = task.max_steps
+        for section, keys in OWN_KEYS.items() if mlagents_choices else ():
             for key in keys:
                 behavior.get(section, {}).pop(key, None)
-    path = folder / f"{task.name}-mlagents-choices.yaml"
+    path = folder / f"{task.name}{'-mlagents-choices' if mlagents_choices else ''}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path, copies
 
@@ -145,12 +164,12 @@ def mlagents_choices(task: Task, folder: Path) -> tuple[Path, int]:
 def command(trainer: str, task: Task, seed: int, results: Path, interpreters: dict[str, str]) -> list[str]:
     run = ["--run-id=run", f"--seed={seed}", f"--results-dir={results}"]
     agents_learn = str(Path(sys.executable).with_name("agents-learn"))
-    if trainer == "ours":
-        return [agents_learn, str(task.config), *run]
     if trainer == "sb3":
         args = [task.name, task.env_id, str(seed), str(task.max_steps), str(task.window)]
         return [interpreters["sb3"], "-c", SB3_SCRIPT, *args]
-    config, copies = mlagents_choices(task, results.parent)
+    config, copies = written_config(task, results.parent, mlagents_choices=trainer != "ours")
+    if trainer == "ours":
+        return [agents_learn, str(config), *run]
     env = f"--env=gymnasium:{task.env_id}"
     if trainer == "ours-mlagents":
         return [agents_learn, str(config), env, f"--envs-per-worker={copies}", *run]
@@ -248,6 +267,9 @@ def main() -> None:
         )
         interpreters = {"sb3": args.sb3_python, "mlagents": args.mlagents_python}
         for trainer in args.trainers:
+            if trainer not in task.trainers:
+                entry[trainer] = {"skipped": f"not run on {name}"}
+                continue
             if trainer in interpreters and not Path(interpreters[trainer]).exists():
                 entry[trainer] = {"skipped": f"no {trainer} interpreter at {interpreters[trainer]}"}
                 continue
