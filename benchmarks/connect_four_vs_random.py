@@ -44,18 +44,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from _cli_run import run_cli, with_max_steps
 from mlagents_envs.base_env import ActionTuple
 
 from envs.pettingzoo import pettingzoo_env
@@ -79,53 +77,24 @@ Chooser = Callable[[list[np.ndarray], np.ndarray], np.ndarray]
 def train(seed: int, max_steps: int | None, results: Path) -> dict[str, Any]:
     """One training run of the CLI in a subprocess, as a user starts it; its console gives the
     steps and ELO, the clock the wall time."""
-    config = CONFIG
-    if max_steps is not None:
-        config = results.parent / f"ConnectFour-{max_steps}.yaml"
-        text, count = re.subn(r"max_steps: \d+", f"max_steps: {max_steps}", CONFIG.read_text())
-        if count != 1:
-            raise RuntimeError(f"{CONFIG}: expected one max_steps line, found {count}")
-        config.write_text(text)
-    command = [
-        sys.executable,
-        "-m",
-        "orchestration.cli",
-        str(config),
-        "--run-id=c4",
-        f"--seed={seed}",
-        f"--results-dir={results}",
-    ]
-    environ = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    start = time.monotonic()
-    process = subprocess.Popen(
-        command, cwd=REPO, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    assert process.stdout is not None
     elo: list[tuple[int, float]] = []
-    steps: int | None = None
-    elo_line: str | None = None
-    tail: list[str] = []
-    try:
-        for line in process.stdout:
-            tail = (tail + [line])[-20:]
-            if (match := STEP.search(line)) is not None:
-                steps = int(match.group(1))
-            if (match := SUMMARY.search(line)) is not None:
-                elo.append((int(match.group(1)), float(match.group(2))))
-                elo_line = line.strip()
-    except BaseException:  # never leave a training behind (its folder is about to be removed)
-        process.kill()
-        process.wait()
-        raise
-    process.wait()
-    wall = time.monotonic() - start
-    if process.returncode != 0:
-        raise RuntimeError(f"training seed {seed} failed (rc {process.returncode}):\n{''.join(tail)}")
+    steps: list[int] = []
+    elo_lines: list[str] = []
+
+    def read(line: str) -> None:
+        if (match := STEP.search(line)) is not None:
+            steps.append(int(match.group(1)))
+        if (match := SUMMARY.search(line)) is not None:
+            elo.append((int(match.group(1)), float(match.group(2))))
+            elo_lines.append(line.strip())
+
+    config = with_max_steps(CONFIG, max_steps, results.parent)
+    run = run_cli(config, run_id="c4", seed=seed, results=results, on_line=read)
     return {
-        "command": " ".join(command),
-        "wall_s": round(wall, 1),
-        "steps": steps,
-        "final_elo_line": elo_line,
+        "command": run.command,
+        "wall_s": run.wall_s,
+        "steps": steps[-1] if steps else None,
+        "final_elo_line": elo_lines[-1] if elo_lines else None,
         "elo": elo,
     }
 

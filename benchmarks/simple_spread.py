@@ -45,15 +45,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
+
+from _cli_run import run_cli, with_max_steps
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -67,19 +66,6 @@ TAIL_STEPS = 100_000
 NUMBER = r"(-?\d+(?:\.\d+)?)"
 STEP = re.compile(rf"\b{BEHAVIOR}\. Step: (\d+)\. ")
 REWARD = re.compile(rf"Mean Reward: {NUMBER}\.(?: Mean Group Reward: {NUMBER}\.)?")
-
-
-def config_for(algo: str, max_steps: int | None, folder: Path) -> Path:
-    """The algorithm's config, or a copy in ``folder`` with ``max_steps`` changed (quick checks)."""
-    config = CONFIGS[algo]
-    if max_steps is None:
-        return config
-    text, count = re.subn(r"max_steps: \d+", f"max_steps: {max_steps}", config.read_text())
-    if count != 1:
-        raise RuntimeError(f"{config}: expected one max_steps line, found {count}")
-    copy = folder / f"SimpleSpread-{algo}-{max_steps}.yaml"
-    copy.write_text(text)
-    return copy
 
 
 def summary_value(algo: str, line: str) -> float | None:
@@ -102,57 +88,35 @@ def summary_value(algo: str, line: str) -> float | None:
 def train(algo: str, seed: int, max_steps: int | None) -> dict[str, Any]:
     """One training run of the CLI in a subprocess, as a user starts it, in a temporary results
     folder; its console gives the curve, the clock the wall time."""
+    curve: list[tuple[int, float]] = []
+    steps: list[int] = []
+    last_lines: list[str] = []
+
+    def read(line: str) -> None:
+        if (match := STEP.search(line)) is None:
+            return
+        steps.append(int(match.group(1)))
+        last_lines.append(line.strip())
+        if (value := summary_value(algo, line)) is not None:
+            curve.append((steps[-1], value))
+
     with tempfile.TemporaryDirectory(prefix="simple_spread_") as tmp:
-        config = config_for(algo, max_steps, Path(tmp))
-        command = [
-            sys.executable,
-            "-m",
-            "orchestration.cli",
-            str(config),
-            "--run-id=ss",
-            f"--seed={seed}",
-            f"--results-dir={Path(tmp) / 'results'}",
-        ]
-        environ = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-        start = time.monotonic()
-        process = subprocess.Popen(
-            command, cwd=REPO, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        assert process.stdout is not None
-        curve: list[tuple[int, float]] = []
-        steps: int | None = None
-        last_line: str | None = None
-        tail: list[str] = []
-        try:
-            for line in process.stdout:
-                tail = (tail + [line])[-20:]
-                if (match := STEP.search(line)) is None:
-                    continue
-                steps, last_line = int(match.group(1)), line.strip()
-                if (value := summary_value(algo, line)) is not None:
-                    curve.append((steps, value))
-        except BaseException:  # never leave a training behind (its folder is about to be removed)
-            process.kill()
-            process.wait()
-            raise
-        process.wait()
-        wall = time.monotonic() - start
-    if process.returncode != 0:
-        raise RuntimeError(f"{algo} seed {seed} failed (rc {process.returncode}):\n{''.join(tail)}")
-    if not curve or steps is None:
-        raise RuntimeError(f"{algo} seed {seed}: no summary line with a return:\n{''.join(tail)}")
+        config = with_max_steps(CONFIGS[algo], max_steps, Path(tmp))
+        run = run_cli(config, run_id="ss", seed=seed, results=Path(tmp) / "results", on_line=read)
+    if not curve:
+        raise RuntimeError(f"{algo} seed {seed}: no summary line with a return")
     return {
         "algo": algo,
         "seed": seed,
         "max_steps": max_steps,
-        "command": " ".join(command),
-        "wall_s": round(wall, 1),
-        "steps": steps,
-        "steps_per_s": round(steps / wall, 1),
+        "command": run.command,
+        "wall_s": run.wall_s,
+        "steps": steps[-1],
+        "steps_per_s": round(steps[-1] / run.wall_s, 1),
         "final": curve[-1][1],
         "final_step": curve[-1][0],
         "best": max(value for _, value in curve),
-        "last_line": last_line,
+        "last_line": last_lines[-1],
         "curve": curve,
     }
 

@@ -1,0 +1,71 @@
+"""One training run of ``agents-learn`` in a subprocess, as a user starts it, for the benchmarks
+that read its console line by line (``simple_spread.py``, ``connect_four_vs_random.py``).
+
+One torch thread (``OMP_NUM_THREADS=1``), unbuffered output; the run is killed if reading it
+fails, since its results folder is usually a temporary one about to be removed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class CliRun:
+    command: str
+    wall_s: float  # the subprocess, start to exit
+
+
+def with_max_steps(config: Path, max_steps: int | None, folder: Path) -> Path:
+    """``config``, or a copy of it in ``folder`` with ``max_steps`` changed (quick checks)."""
+    if max_steps is None:
+        return config
+    text, count = re.subn(r"max_steps: \d+", f"max_steps: {max_steps}", config.read_text())
+    if count != 1:
+        raise RuntimeError(f"{config}: expected one max_steps line, found {count}")
+    copy = folder / f"{config.stem}-{max_steps}.yaml"
+    copy.write_text(text)
+    return copy
+
+
+def run_cli(config: Path, *, run_id: str, seed: int, results: Path, on_line: Callable[[str], None]) -> CliRun:
+    """Train with ``config`` into ``results``, handing every console line to ``on_line``.
+    Raises RuntimeError with the last lines when the run fails."""
+    command = [
+        sys.executable,
+        "-m",
+        "orchestration.cli",
+        str(config),
+        f"--run-id={run_id}",
+        f"--seed={seed}",
+        f"--results-dir={results}",
+    ]
+    environ = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    start = time.monotonic()
+    process = subprocess.Popen(
+        command, cwd=REPO, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    assert process.stdout is not None
+    tail: list[str] = []
+    try:
+        for line in process.stdout:
+            tail = (tail + [line])[-20:]
+            on_line(line)
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+    process.wait()
+    wall = time.monotonic() - start
+    if process.returncode != 0:
+        raise RuntimeError(f"{config.name} seed {seed} failed (rc {process.returncode}):\n{''.join(tail)}")
+    return CliRun(" ".join(command), round(wall, 1))
