@@ -2,9 +2,9 @@
 (``agents-learn --check`` runs exactly :func:`check_run`).
 
 Why a module of its own: bad input must be refused before any work, and importing the run's
-wiring loads torch (2-3 s here). Nothing here imports torch until the last check (the device),
-or a resumed run's checkpoints are read, so the CLI refuses a wrong path, flag or run id in
-about a second (``orchestration.cli.run_training`` checks before it imports the run).
+wiring loads torch (1-3 s). Nothing here imports torch unless a GPU device is named or a
+resumed run's checkpoints are read, so the CLI refuses a wrong path, flag or run id at once,
+and a run launches its environments while torch loads.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from envs.workers import POLICY_SERVER, EnvFactory, EnvRequest, source_of
 from trainers.exceptions import CheckpointError, ConfigError
 from trainers.loop.registry import TrainerRegistry
-from trainers.settings import RunOptions, require_capabilities
+from trainers.settings import AUTO_DEVICE, RunOptions, require_capabilities
 
 
 def check_run(
@@ -25,9 +25,9 @@ def check_run(
     registry: TrainerRegistry,
     env_factory: EnvFactory | None = None,
     record_demo: str | os.PathLike[str] | None = None,
-) -> str:
+) -> None:
     """Everything that can be refused without writing anything or starting an environment
-    (``--check`` runs exactly this); returns the torch device to train on."""
+    (``--check`` runs exactly this)."""
     require_capabilities(options, registry.records)
     check_environment(options, env_factory)
     if options.env_settings.ray_address is not None:
@@ -36,7 +36,7 @@ def check_run(
     if record_demo is not None:
         check_record_demo(Path(record_demo))
     check_run_dir(options)
-    return pick_device(options.torch_settings.device)
+    check_device(options.torch_settings.device)
 
 
 def check_environment(options: RunOptions, env_factory: EnvFactory | None) -> None:
@@ -131,24 +131,32 @@ def check_record_demo(folder: Path) -> None:
             raise ConfigError(f"--record-demo: {path} is a file, not a folder")
 
 
-def pick_device(requested: str | None) -> str:
-    """The device to train on: the one asked for (checked usable), else ``auto`` where torch
-    sees a GPU (each behavior measures where it trains faster, see trainers.loop.device_choice),
-    else the CPU."""
+def check_device(requested: str | None) -> None:
+    """Refuse a ``--torch-device`` torch cannot use. Torch loads here only for a device other
+    than the CPU or ``auto``, which cannot be refused: a run's environments start while it loads."""
+    if requested in (None, AUTO_DEVICE, "cpu"):
+        return
     import torch
 
-    from trainers.loop.device_choice import AUTO, candidate_devices
+    try:
+        torch.empty(0, device=torch.device(requested))
+    except (RuntimeError, AssertionError) as error:
+        raise ConfigError(
+            f"--torch-device (torch_settings.device): {requested!r} is not usable: {str(error).splitlines()[0]}"
+        ) from None
 
-    if requested and requested != AUTO:
-        try:
-            device = torch.device(requested)
-            torch.empty(0, device=device)
-        except (RuntimeError, AssertionError) as error:
-            raise ConfigError(
-                f"--torch-device (torch_settings.device): {requested!r} is not usable: {str(error).splitlines()[0]}"
-            ) from None
-        return str(device)
-    return AUTO if len(candidate_devices()) > 1 else "cpu"
+
+def pick_device(requested: str | None) -> str:
+    """The device to train on (after :func:`check_device`): the one asked for, else ``auto``
+    where torch sees a GPU (each behavior measures where it trains faster, see
+    trainers.loop.device_choice), else the CPU."""
+    if requested and requested != AUTO_DEVICE:
+        import torch
+
+        return str(torch.device(requested))
+    from trainers.loop.device_choice import candidate_devices
+
+    return AUTO_DEVICE if len(candidate_devices()) > 1 else "cpu"
 
 
 def check_checkpoints_readable(run_dir: Path) -> None:

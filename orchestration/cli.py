@@ -15,6 +15,7 @@ on stderr with a non-zero exit (``--debug`` adds the traceback).
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import os
 import signal
@@ -166,14 +167,14 @@ def run_training(
     exit with a message."""
     from orchestration.checks import check_run
 
-    # before the wiring's import loads torch: bad input is refused in about a second, not four
-    device = check_run(options, registry=registry, record_demo=record_demo)
+    # before torch loads: bad input is refused at once, and the environments start while it loads
+    check_run(options, registry=registry, record_demo=record_demo)
     from orchestration.run import RunAlreadyFinished, build_run
 
     try:
         run = build_run(
             options,
-            checked_device=device,
+            checked=True,
             registry=registry,
             stop=stop,
             bind_address=bind_address,
@@ -184,6 +185,9 @@ def run_training(
         logger.info("%s; nothing to train.", finished)
         print(f"agents-learn: {finished}.", file=sys.stderr)
         return 0
+    # What set-up made (modules, torch's registries) lives as long as the run: out of the
+    # collector's sight, every full collection is cheaper and the exit skips ~0.4 s of teardown.
+    gc.freeze()
     run.run()
     return 0  # a stop request is a clean end, as in mlagents-learn: everything is saved
 
@@ -191,11 +195,12 @@ def run_training(
 def check_only(options: Any, registry: Any, record_demo: str | None = None) -> int:
     """``--check``: every check a run makes before its first write, then the resolved
     configuration on stdout; nothing is written and no environment starts."""
-    from orchestration.checks import check_run
+    from orchestration.checks import check_run, pick_device
     from stats import check_stats_writer_plugins
     from trainers.settings import dump_run_options
 
-    device = check_run(options, registry=registry, record_demo=record_demo)
+    check_run(options, registry=registry, record_demo=record_demo)
+    device = pick_device(options.torch_settings.device)
     plugins = check_stats_writer_plugins()
     sys.stdout.write(dump_run_options(options))
     sys.stdout.flush()

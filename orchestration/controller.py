@@ -28,14 +28,15 @@ from processors import AgentManager, AgentManagerQueue, BehaviorIdentifiers
 from stats import PerfMark, PerfStats, StatsHub, StatsProperty, StatsReporter, Timers, timed_method
 from stats.tags import lesson_number
 from stats.timer_names import ADVANCE, RESET_ENV, SAVE_MODELS, START_LEARNING
-from trainers.files.checkpoints import BehaviorCheckpoints, TrainingStatus
-from trainers.loop.device_choice import AUTO, DEVICE_KEY, Timing, candidate_devices, choose_device, training_timing
+from trainers.files.checkpoints import BehaviorCheckpoints
+from trainers.files.status import TrainingStatus
+from trainers.loop.device_choice import DEVICE_KEY, Timing, candidate_devices, choose_device, training_timing
 from trainers.loop.ghost import GhostController, GhostTrainer
 from trainers.loop.inference import InferenceTrainer
 from trainers.loop.registry import TrainerRegistry
 from trainers.loop.trainer import Trainer, TrainerThread
 from trainers.seeding import team_seed
-from trainers.settings import RunOptions, TrainerSettings
+from trainers.settings import AUTO_DEVICE, RunOptions, TrainerSettings
 
 logger = logging.getLogger(__name__)
 
@@ -158,8 +159,8 @@ class TrainerController:
         """The run's device, or under ``auto`` the behavior's: the one its earlier run chose
         (``--resume``, ``--inference``), else the faster one measured now, recorded in
         ``training_status.json`` for a later ``--resume``. Logged once per behavior, with why."""
-        if self.device != AUTO:
-            if self.options.torch_settings.device in (None, AUTO):
+        if self.device != AUTO_DEVICE:
+            if self.options.torch_settings.device in (None, AUTO_DEVICE):
                 logger.info("%s trains on %s: no CUDA device", name, self.device)
             else:
                 logger.info("%s trains on %s, as --torch-device (torch_settings.device) says", name, self.device)

@@ -27,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from envs.parameters import ParameterKind, ParameterValue
-from trainers.files.checkpoints import TrainingStatus
+from trainers.files.status import TrainingStatus
 from trainers.settings import (
     ConstantSampler,
     EnvironmentParameterSettings,

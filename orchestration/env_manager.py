@@ -96,7 +96,8 @@ class EnvManager:
     Actions go out before the steps they answer are recorded, so an environment that steps
     elsewhere (a build, a worker process) simulates while the processors record and the
     trainers update. ``serial=True`` (``--debug``) records first, as ML-Agents does; the
-    actions, trajectories and updates are the same either way.
+    actions, trajectories and updates are the same either way. ``started``: the run started the
+    pool already, so its builds boot while the trainers load.
     """
 
     def __init__(
@@ -110,6 +111,7 @@ class EnvManager:
         clock: Callable[[], float] = time.monotonic,
         recorder: DemoRecorder | None = None,
         serial: bool = False,
+        started: bool = False,
     ):
         self.pool = pool
         self.serial = serial
@@ -127,7 +129,7 @@ class EnvManager:
         self.agent_steps_by_behavior: dict[str, int] = defaultdict(int)
         self.restart_count = 0
         self.reset_count = 0
-        self._started = False
+        self._started = started  # the pool was started already (its first results come from poll)
         self._reset_pending: set[int] = set()
         self._reset_unsupported = False
 

@@ -25,10 +25,9 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import torch
 from mlagents_envs.side_channel.engine_configuration_channel import EngineConfig
 
 from envs.parameters import ParameterValue
@@ -48,12 +47,8 @@ from envs.workers import (
     launch_source,
     worker_port,
 )
-from orchestration.checks import check_run, check_run_dir
-from orchestration.controller import RunOutcome, TrainerController
+from orchestration.checks import check_run, check_run_dir, pick_device
 from orchestration.curriculum import Curriculum
-from orchestration.demo_recorder import DemoRecorder
-from orchestration.env_manager import EnvManager, StepSource
-from orchestration.external import OnnxModels, behavior_check, external_pool
 from stats import (
     PerfStats,
     StatsHub,
@@ -65,9 +60,14 @@ from stats import (
 )
 from stats.timer_names import TRAINER_THREAD_PATH
 from trainers.exceptions import AgentsLearnError
-from trainers.files.checkpoints import TrainingStatus, remove_partial_writes
+from trainers.files.status import TrainingStatus
 from trainers.loop.registry import TrainerRegistry
 from trainers.settings import RunOptions, write_configuration
+
+if TYPE_CHECKING:  # the trainers' side loads torch: imported once the environments are starting
+    from orchestration.controller import RunOutcome, TrainerController
+    from orchestration.env_manager import StepSource
+    from orchestration.external import OnnxModels
 
 logger = logging.getLogger(__name__)
 
@@ -140,9 +140,10 @@ def build_run(
     bind_address: str = LOOPBACK,
     record_demo: str | os.PathLike[str] | None = None,
     server_token: str | None = None,
-    checked_device: str | None = None,
+    checked: bool = False,
 ) -> Run:
-    """Check everything, then lay out the results folder and wire the run.
+    """Check everything, lay out the results folder, start the environments, and wire the run
+    while they start (a Unity build boots while torch and the trainers load).
 
     env_factory: a function ``(worker_id, seed[, env_parameters]) -> BaseEnv`` to train a
     Python environment (instead of ``env_settings.env_path``); with ``num_envs > 1`` it must
@@ -152,23 +153,15 @@ def build_run(
     Unity connection listens. record_demo (``--record-demo``): a folder to record every
     behavior's experience in, as ``<Behavior>.demo`` (complete when the run ends, however it
     ends). server_token (``--server-token``): the secret policy clients of ``external:PORT``
-    must send. checked_device: what :func:`orchestration.checks.check_run` returned, when the
-    caller checked these options already (the CLI does, before torch loads); None checks here.
+    must send. checked: the caller ran :func:`orchestration.checks.check_run` on these options
+    already (the CLI does, before torch loads).
     """
     registry = registry if registry is not None else TrainerRegistry.with_plugins()
-    device = checked_device
-    if device is None:
-        device = check_run(options, registry=registry, env_factory=env_factory, record_demo=record_demo)
+    if not checked:
+        check_run(options, registry=registry, env_factory=env_factory, record_demo=record_demo)
     options = with_run_seed(options)
     run_dir = prepare_run_dir(options)
     status = run_status(options, run_dir)
-    # Small networks: one thread is many times faster than torch's default for batches of a
-    # few dozen rows, and leaves the other cores to environment processes.
-    torch.set_num_threads(1)
-    timers = Timers(thread_parent=TRAINER_THREAD_PATH)
-    timers.add_metadata("communication_protocol_version", unity_api_version())  # as mlagents-learn does
-    perf = PerfStats()
-    hub = stats_hub(options, run_dir, writers, console=console, timers=timers, perf=perf)
     resuming = options.checkpoint_settings.resume or options.checkpoint_settings.inference
     curriculum = Curriculum(
         options.environment_parameters, run_seed=options.env_settings.seed, status=status, resume=resuming
@@ -177,21 +170,40 @@ def build_run(
     log_folder = staged_logs or run_dir / "run_logs"
     launch = environment_launch(options, log_folder, env_factory, bind_address, curriculum.values(), server_token)
     announce_connections(launch, options.env_settings.num_envs, bind_address)
-    controller = TrainerController(
-        options=options,
-        run_dir=run_dir,
-        hub=hub,
-        registry=registry,
-        status=status,
-        seed=options.env_settings.seed,
-        device=device,
-        perf=perf,
-        timers=timers,
-        stop=stop,
-        on_started=when_started(options, run_dir),
-        curriculum=curriculum,
-    )
-    manager = env_manager(options, launch, controller, perf=perf, timers=timers, record_demo=record_demo)
+    pool = started_early(options, launch)
+    try:
+        import torch
+
+        from orchestration.controller import TrainerController
+
+        # Small networks: one thread is many times faster than torch's default for batches of
+        # a few dozen rows, and leaves the other cores to environment processes.
+        torch.set_num_threads(1)
+        timers = Timers(thread_parent=TRAINER_THREAD_PATH)
+        timers.add_metadata("communication_protocol_version", unity_api_version())  # as mlagents-learn does
+        perf = PerfStats()
+        hub = stats_hub(options, run_dir, writers, console=console, timers=timers, perf=perf)
+        controller = TrainerController(
+            options=options,
+            run_dir=run_dir,
+            hub=hub,
+            registry=registry,
+            status=status,
+            seed=options.env_settings.seed,
+            device=pick_device(options.torch_settings.device),
+            perf=perf,
+            timers=timers,
+            stop=stop,
+            on_started=when_started(options, run_dir),
+            curriculum=curriculum,
+        )
+        manager = env_manager(
+            options, launch, controller, perf=perf, timers=timers, record_demo=record_demo, started=pool
+        )
+    except BaseException:
+        if pool is not None:
+            pool.close()
+        raise
     return Run(options, run_dir, controller, manager, hub, timers, staged_logs)
 
 
@@ -276,6 +288,8 @@ def when_started(options: RunOptions, run_dir: Path) -> Callable[[], None]:
         if cp.inference:
             logger.info("--inference: acting without training or saving until stopped (Ctrl-C)")
             return
+        from trainers.files.checkpoints import remove_partial_writes
+
         removed = remove_partial_writes(run_dir)
         if removed:
             logger.warning(
@@ -289,6 +303,19 @@ def when_started(options: RunOptions, run_dir: Path) -> Callable[[], None]:
     return on_started
 
 
+def started_early(options: RunOptions, launch: EnvLaunch) -> EnvWorkerPool | None:
+    """The pool of environments that simulate in processes of their own (Unity builds, the
+    Editor, builds the user starts), started now: they boot while torch and the trainers load,
+    their first observations come from the pool's poll. None for the others (opened when the run
+    starts), for Ray (its runners open their own) and for the policy server (clients call in)."""
+    source = launch_source(launch)
+    if not source.supports.simulates_elsewhere or options.env_settings.ray_address is not None:
+        return None
+    pool = worker_pool(options, launch, None)
+    pool.start()
+    return pool
+
+
 def env_manager(
     options: RunOptions,
     launch: EnvLaunch,
@@ -297,8 +324,10 @@ def env_manager(
     perf: PerfStats,
     timers: Timers,
     record_demo: str | os.PathLike[str] | None,
+    started: EnvWorkerPool | None = None,
 ) -> StepSource:
-    """What steps the environments: Ray env runners with --ray-address, else a pool of workers here."""
+    """What steps the environments: Ray env runners with --ray-address, else a pool of workers
+    here (``started``: the one :func:`started_early` started)."""
     env = options.env_settings
     restarts = RestartBudget(
         env.max_lifetime_restarts, env.restarts_rate_limit_n, float(env.restarts_rate_limit_period_s)
@@ -316,15 +345,20 @@ def env_manager(
             perf=perf,
             timers=timers,
         )
+    from orchestration.demo_recorder import DemoRecorder
+    from orchestration.env_manager import EnvManager
+    from orchestration.external import OnnxModels
+
     models = OnnxModels() if launch_source(launch) is POLICY_SERVER else None
     manager = EnvManager(
-        worker_pool(options, launch, models),
+        started if started is not None else worker_pool(options, launch, models),
         controller.create_runtime,
         restarts=restarts,
         perf=perf,
         timers=timers,
         recorder=DemoRecorder(record_demo) if record_demo is not None else None,
         serial=options.debug,
+        started=started is not None,
     )
     if models is not None:
         models.attach(manager.runtimes)
@@ -334,6 +368,8 @@ def env_manager(
 def worker_pool(options: RunOptions, launch: EnvLaunch, models: OnnxModels | None) -> EnvWorkerPool:
     """The policy server's clients (served ``models``), a subprocess each for --num-envs > 1, or one in-process."""
     if models is not None:
+        from orchestration.external import behavior_check, external_pool
+
         return external_pool(launch, models, behavior_check(options))
     env = options.env_settings
     if env.num_envs > 1:

@@ -10,7 +10,7 @@ import pytest
 from envs.parameters import ParameterKind, ParameterValue
 from orchestration.curriculum import LESSON_NUM, Curriculum
 from tests.support.paths import MLAGENTS_CONFIGS
-from trainers.files.checkpoints import TrainingStatus
+from trainers.files.status import TrainingStatus
 from trainers.settings import load_run_options, structure_run_options
 
 

@@ -22,7 +22,6 @@ from orchestration.checks import pick_device
 from orchestration.run import build_run
 from stats import StatsWriter
 from trainers.loop.device_choice import (
-    AUTO,
     DeviceChoice,
     choose_device,
     probe,
@@ -32,7 +31,7 @@ from trainers.loop.device_choice import (
 from trainers.poca.algorithm import POCA
 from trainers.ppo.algorithm import PPO
 from trainers.sac.algorithm import SAC
-from trainers.settings import TrainerSettings, structure_run_options
+from trainers.settings import AUTO_DEVICE, TrainerSettings, structure_run_options
 
 TE, NO = DimensionProperty.TRANSLATIONAL_EQUIVARIANCE, DimensionProperty.NONE
 
@@ -57,9 +56,9 @@ def test_a_single_candidate_is_taken_without_measuring():
 def test_an_explicit_device_is_obeyed_and_without_a_gpu_there_is_nothing_to_choose(monkeypatch):
     assert pick_device("cpu") == "cpu"
     monkeypatch.setattr("trainers.loop.device_choice.candidate_devices", lambda: ["cpu"])
-    assert pick_device(None) == "cpu" and pick_device(AUTO) == "cpu"
+    assert pick_device(None) == "cpu" and pick_device(AUTO_DEVICE) == "cpu"
     monkeypatch.setattr("trainers.loop.device_choice.candidate_devices", lambda: ["cpu", "cuda"])
-    assert pick_device(None) == AUTO
+    assert pick_device(None) == AUTO_DEVICE
 
 
 def test_a_probe_is_a_few_minibatches_of_the_behaviors_own_settings():
@@ -164,7 +163,7 @@ def auto_run(tmp_path: Path, *, resume: bool, timings: dict[str, float], calls: 
         calls.append(name)
         return timings.__getitem__
 
-    run.controller.device = AUTO
+    run.controller.device = AUTO_DEVICE
     run.controller.device_timing = timing
     return run
 

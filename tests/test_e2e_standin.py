@@ -244,3 +244,36 @@ def test_a_curriculum_reaches_both_builds(tmp_path):
         values = [round(float(v), 2) for v in re.findall(r"StandIn/param/gravity = ([0-9.]+)", log)]
         assert values == [9.81, 3.0], (worker, values)
     assert_no_build_alive(run)
+
+
+LAUNCH_PROBE = """
+import json, sys
+import envs.workers.pool as pool
+opened = pool.InProcessPool.start
+torch_loaded_at_launch = []
+def start(self):
+    torch_loaded_at_launch.append("torch" in sys.modules)
+    opened(self)
+pool.InProcessPool.start = start
+from orchestration.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "torch_loaded_at_launch": torch_loaded_at_launch}))
+"""
+
+
+def test_a_unity_build_is_launched_before_torch_loads_so_it_boots_while_the_trainers_load(tmp_path):
+    config, launcher = setup(tmp_path)
+    config.write_text(yaml.safe_dump({"behaviors": {"Balance": {**BALANCE["behaviors"]["Balance"], "max_steps": 300}}}))
+    args = [str(config), "--env", launcher, "--run-id=early", "--seed", "1", "--torch-device", "cpu"]
+    result = subprocess.run(
+        [sys.executable, "-c", LAUNCH_PROBE, *args, "--base-port", str(free_port_pair())],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stderr + result.stdout[-3000:]
+    probe = json.loads(result.stdout.splitlines()[-1])
+    assert probe == {"code": 0, "torch_loaded_at_launch": [False]}
+    assert (tmp_path / "results" / "early" / "Balance.onnx").is_file()
+    assert_no_build_alive(tmp_path / "results" / "early")

@@ -211,7 +211,7 @@ def test_a_background_step_leaves_the_caller_free_and_its_result_or_fault_comes_
     env = Stalling()
     pool = InProcessPool(opener=lambda worker_id: OpenEnv(env, dict), background=True)  # type: ignore[arg-type]
     pool.start()
-    assert len(pool.poll(0)) == 1
+    assert len(pool.poll(5.0)) == 1
     pool.step(0, {})  # returns at once: the step waits in the background
     assert pool.poll(0.05) == []
     env.release.set()
@@ -232,8 +232,46 @@ def test_a_background_step_that_fails_is_a_fault():
 
     pool = InProcessPool(opener=opener, background=True)
     pool.start()
-    pool.poll(0)
+    pool.poll(5.0)
     pool.step(0, {})
     [fault] = pool.poll(5.0)
     assert isinstance(fault, WorkerFault) and fault.worker_id == 0
     pool.close()
+
+
+def test_a_background_pool_opens_its_environment_in_the_background_and_the_first_observation_comes_from_poll():
+    booted = threading.Event()
+    env = Stalling()
+
+    def booting(worker_id: int) -> OpenEnv:
+        if not booted.wait(30):  # a build that takes its time to start
+            raise TimeoutError("never booted")
+        return OpenEnv(env, dict)  # type: ignore[arg-type]
+
+    pool = InProcessPool(opener=booting, background=True)
+    start = time.monotonic()
+    pool.start()  # returns at once: the caller loads its trainers meanwhile
+    assert time.monotonic() - start < 1.0 and pool.poll(0.05) == []
+    booted.set()
+    [first] = pool.poll(5.0)
+    assert isinstance(first, WorkerResult) and first.steps[Stalling.NAME].to_steps()[0].agent_id.tolist() == [0]
+    pool.close()
+
+
+def test_a_background_pool_closed_while_its_environment_opens_closes_it_once_open():
+    booted = threading.Event()
+    env = Stalling()
+
+    def booting(worker_id: int) -> OpenEnv:
+        booted.wait(30)
+        return OpenEnv(env, dict)  # type: ignore[arg-type]
+
+    pool = InProcessPool(opener=booting, background=True)
+    pool.start()
+    pool.close()  # the run failed to wire up, or was stopped, while the build booted
+    assert not env.closed
+    booted.set()  # the build connects after all: nobody else would close it
+    deadline = time.monotonic() + 5.0
+    while not env.closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert env.closed

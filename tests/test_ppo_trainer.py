@@ -15,7 +15,8 @@ from stats import StatsHub, StatsReporter, StatsWriter
 from tests.steps import behavior_spec
 from tests.support.plugins import write_fake_plugin
 from trainers.exceptions import CheckpointError, ConfigError, TrainerError, UnknownTrainerTypeError
-from trainers.files.checkpoints import BehaviorCheckpoints, TrainingStatus, load_state
+from trainers.files.checkpoints import BehaviorCheckpoints, load_state
+from trainers.files.status import TrainingStatus
 from trainers.loop.registry import TRAINER_TYPE_GROUP, TrainerRegistry
 from trainers.loop.trainer import Trainer, TrainerThread
 from trainers.networks.policy import NormalizerStats, newest_updates

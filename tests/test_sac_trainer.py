@@ -16,7 +16,8 @@ from processors import AgentManagerQueue, Trajectory
 from stats import StatsHub, StatsReporter, StatsWriter
 from tests.steps import behavior_spec
 from trainers.exceptions import CheckpointError, ConfigError
-from trainers.files.checkpoints import BehaviorCheckpoints, TrainingStatus, load_state
+from trainers.files.checkpoints import BehaviorCheckpoints, load_state
+from trainers.files.status import TrainingStatus
 from trainers.loop.registry import TrainerRegistry
 from trainers.loop.trainer import Trainer, TrainerThread
 from trainers.sac.algorithm import SAC

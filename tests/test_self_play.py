@@ -22,7 +22,8 @@ from stats import ConsoleWriter, StatsHub, StatsProperty, StatsWriter
 from stats.tags import SELF_PLAY_ELO
 from tests.support.learning import PPO_TEST_CONFIG
 from trainers.exceptions import ConfigError
-from trainers.files.checkpoints import TrainingStatus, load_state
+from trainers.files.checkpoints import load_state
+from trainers.files.status import TrainingStatus
 from trainers.loop.ghost import (
     CHECKPOINT_KEY,
     LATEST,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import logging
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -131,10 +132,11 @@ class InProcessPool(EnvWorkerPool):
     """One environment (worker 0), stepped in this process.
 
     ``opener`` returns the environment (default: :func:`open_environment` of ``launch``).
-    With ``background=True`` a step runs in a thread of its own, so the caller works while it
-    runs: for an environment that simulates in another process (a Unity build, the Editor),
-    whose step waits for it without holding the GIL. Nothing else touches the environment
-    until that step is done: every other call waits for it first.
+    With ``background=True`` opening it and each step run in a thread of its own, so the caller
+    works while they run: for an environment that simulates in another process (a Unity build,
+    the Editor), whose start and steps wait for it without holding the GIL (a run loads torch
+    while its build boots). Nothing else touches the environment until that is done: every
+    other call waits for it first; closing the pool while it opens closes it once open.
     """
 
     num_workers = 1
@@ -157,6 +159,8 @@ class InProcessPool(EnvWorkerPool):
         self._ready: deque[WorkerResult | WorkerFault] = deque()
         self._stepper = ThreadPoolExecutor(1, thread_name_prefix="env-step") if background else None
         self._stepping: Future[WorkerResult | WorkerFault] | None = None
+        self._closing = threading.Lock()  # an open finishing in the background vs close()
+        self._closed = False
 
     @property
     def env(self) -> BaseEnv | None:
@@ -171,23 +175,34 @@ class InProcessPool(EnvWorkerPool):
     def start(self) -> None:
         self._finish_step()
         self._known = set()
+        if self._stepper is None:
+            self._ready.append(self._open())
+        else:
+            self._stepping = self._stepper.submit(self._open)
+
+    def _open(self) -> WorkerResult | WorkerFault:
         try:
             if self._opener is not None:
-                self._opened = self._opener(0)
-                if self._parameters:
-                    self._opened.set_parameters(self._parameters)
+                opened = self._opener(0)
             else:
                 assert self._launch is not None
-                self._opened = open_environment(self._launch, 0)
-            self._ready.append(observe(self._opened, self._known, 0, self._generation, 0.0))
+                opened = open_environment(self._launch, 0)
+            with self._closing:
+                if self._closed:  # closed while it opened: nobody else will close it
+                    opened.env.close()
+                    raise RuntimeError("the pool was closed while its environment opened")
+                self._opened = opened
+            if self._opener is not None and self._parameters:
+                opened.set_parameters(self._parameters)
+            return observe(opened, self._known, 0, self._generation, 0.0)
         except Exception as error:  # noqa: BLE001 - a fault value
-            self._ready.append(self._fault(error))
+            return self._fault(error)
 
     def step(self, worker_id: int, actions: Mapping[str, ActionTuple]) -> None:
+        self._finish_step()
         opened = self._opened
         if opened is None:
             return
-        self._finish_step()
         if self._stepper is None:
             self._ready.append(self._step(opened, actions))
         else:
@@ -263,7 +278,9 @@ class InProcessPool(EnvWorkerPool):
 
     def close(self) -> None:
         # A step still running ends when its environment closes (a wait for Unity's reply ends
-        # when its connection closes); its result is not wanted.
+        # when its connection closes); its result is not wanted. One still opening closes itself.
+        with self._closing:
+            self._closed = True
         self._finish_step(_CLOSE_WAIT_S)
         self._stepping = None
         self._close_env()

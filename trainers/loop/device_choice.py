@@ -39,7 +39,6 @@ from trainers.settings import TrainerSettings
 
 logger = logging.getLogger(__name__)
 
-AUTO = "auto"
 DEVICE_KEY = "device"  # where training_status.json records a behavior's choice, for --resume
 PROBE_MINIBATCHES = 4  # an on-policy probe's buffer, in minibatches
 MAX_PROBE_UPDATES = 64  # gradient steps a probe round runs at most (SAC: steps_per_update below 1)

@@ -51,7 +51,8 @@ from processors.trajectory import Trajectory
 from stats import StatsProperty
 from stats.tags import SELF_PLAY_ELO
 from trainers.exceptions import CheckpointError
-from trainers.files.checkpoints import BehaviorCheckpoints, CheckpointRecord, TrainingStatus
+from trainers.files.checkpoints import BehaviorCheckpoints
+from trainers.files.status import CheckpointRecord, TrainingStatus
 from trainers.loop.trainer import MAX_TRAJECTORIES_PER_ADVANCE, Trainer
 from trainers.loop.wrapper import TrainerWrapper
 from trainers.networks.policy import Weights, newest_updates

@@ -23,8 +23,9 @@ from stats.tags import CUMULATIVE_REWARD, IS_TRAINING, STEP
 from stats.timer_names import CHECKPOINT, PROCESS_TRAJECTORY, TRAINER_ADVANCE, UPDATE_POLICY
 from trainers.exceptions import CheckpointError, TrainerError
 from trainers.files import mlagents_checkpoint
-from trainers.files.checkpoints import BehaviorCheckpoints, CheckpointRecord, load_state
+from trainers.files.checkpoints import BehaviorCheckpoints, load_state
 from trainers.files.onnx_export import export_policy_onnx
+from trainers.files.status import CheckpointRecord
 from trainers.loop.algorithm import Algorithm, ChoosesUpdateOrder, KeepsReplayBuffer
 from trainers.networks.policy import TorchPolicy
 from trainers.settings import TrainerSettings

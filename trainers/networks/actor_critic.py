@@ -36,6 +36,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, cast
 
+import numpy as np
 import torch
 from mlagents_envs.base_env import ActionSpec, DimensionProperty, ObservationSpec, ObservationType
 from torch import Tensor, nn
@@ -158,33 +159,37 @@ class Normalizer(nn.Module):
         self._refresh()
         self.register_load_state_dict_post_hook(lambda module, _keys: module._refresh())
 
-    @torch.no_grad()
     def _refresh(self) -> None:
-        self.offset.copy_(self.mean)
-        self.inv_std.copy_(torch.rsqrt(self.var + NORMALIZATION_EPSILON))
+        mean, var = _host(self.mean), _host(self.var)
+        _store(self.offset, mean.astype(np.float32))
+        _store(self.inv_std, (1.0 / np.sqrt(var + NORMALIZATION_EPSILON)).astype(np.float32))
 
-    @torch.no_grad()
-    def update(self, x: Tensor) -> None:
-        """Merge a batch [B, n] into the running statistics (Chan et al.'s parallel formula)."""
-        x = x.detach().to(device=self.mean.device, dtype=torch.float64).reshape(-1, self.size)
-        m = x.shape[0]
+    def update(self, x: Tensor | np.ndarray) -> None:
+        """Merge a batch [B, n] into the running statistics (Chan et al.'s parallel formula), in
+        float64 numpy: it runs for every trajectory of every normalised network, and on
+        vectors this short the dozen steps cost ~20x more as torch ops (~300 against ~15 µs)."""
+        batch = x.detach().cpu().numpy() if isinstance(x, Tensor) else np.asarray(x)
+        batch = batch.reshape(-1, self.size).astype(np.float64, copy=False)
+        m = batch.shape[0]
         if m == 0:
             return
-        batch_var, batch_mean = torch.var_mean(x, dim=0, correction=0)
-        n = self.count
+        batch_mean = batch.mean(axis=0)
+        centred = batch - batch_mean
+        batch_var = np.einsum("ij,ij->j", centred, centred) / m
+        mean, var = _host(self.mean), _host(self.var)
+        n = float(_host(self.count))
         total = n + m
-        delta = batch_mean - self.mean
-        m2 = self.var * n + batch_var * m + delta * delta * (n * m / total)
-        self.mean.add_(delta * (m / total))
-        self.var.copy_(m2 / total)
-        self.count.copy_(total)
+        delta = batch_mean - mean
+        m2 = var * n + batch_var * m + delta * delta * (n * m / total)
+        _store(self.mean, mean + delta * (m / total))
+        _store(self.var, m2 / total)
+        _store(self.count, np.asarray(total))
         self._refresh()
 
     def statistics(self) -> dict[str, Tensor]:
         """The saved statistics (the state dict's entries), as the buffers themselves."""
         return {"mean": self.mean, "var": self.var, "count": self.count}
 
-    @torch.no_grad()
     def load_statistics(self, statistics: Mapping[str, Tensor]) -> None:
         """Take :meth:`statistics` of a normaliser of the same size (all of them, nothing else):
         the state dict's load without its per-call machinery (done after every trajectory)."""
@@ -194,11 +199,24 @@ class Normalizer(nn.Module):
             buffer = getattr(self, name)
             if value.shape != buffer.shape:
                 raise ValueError(f"normaliser {name}: expected shape {list(buffer.shape)}, got {list(value.shape)}")
-            buffer.copy_(value)
+            _store(buffer, _host(value))
         self._refresh()
 
     def forward(self, x: Tensor) -> Tensor:
         return torch.clamp((x - self.offset) * self.inv_std, -NORMALIZATION_CLIP, NORMALIZATION_CLIP)
+
+
+def _host(buffer: Tensor) -> np.ndarray:
+    """A buffer's values in numpy: the buffer's own memory on the CPU, a copy elsewhere."""
+    return buffer.numpy() if buffer.device.type == "cpu" else buffer.cpu().numpy()
+
+
+def _store(buffer: Tensor, value: np.ndarray) -> None:
+    """Write ``value`` into ``buffer`` in place (its dtype and device stay)."""
+    if buffer.device.type == "cpu":
+        buffer.numpy()[...] = value
+    else:
+        buffer.copy_(torch.from_numpy(np.ascontiguousarray(value)))
 
 
 # ---------------------------------------------------------------- encoders

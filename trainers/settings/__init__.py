@@ -19,6 +19,7 @@ from trainers.settings.capabilities import (
 from trainers.settings.files import dump_run_options, load_run_options, read_yaml, write_configuration
 from trainers.settings.overrides import CLI_DESTS, IGNORED_DESTS, apply_cli_overrides, flag_name
 from trainers.settings.schema import (
+    AUTO_DEVICE,
     Activation,
     BehavioralCloningSettings,
     CheckpointSettings,
@@ -67,6 +68,7 @@ from trainers.settings.validate import (
 )
 
 __all__ = [
+    "AUTO_DEVICE",
     "CLI_DESTS",
     "IGNORED_DESTS",
     "Activation",

@@ -519,6 +519,10 @@ class CheckpointSettings:
         return os.path.join(self.results_dir, self.initialize_from)
 
 
+#: ``torch_settings.device`` (``--torch-device``) for "measure where each behavior trains faster".
+AUTO_DEVICE = "auto"
+
+
 @attrs.frozen(kw_only=True)
 class TorchSettings:
     """``device``: cpu, cuda, cuda:N, mps, xpu, or auto (None: auto): with a GPU at hand, each
