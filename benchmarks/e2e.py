@@ -29,6 +29,10 @@ checkpoint before the final save), ``--seed 1``, ``--torch-device cpu``, ``--no-
 free ``--base-port``; both set one torch thread themselves. Each trainer's env steps are
 ``env_step``'s count in its ``run_logs/timers.json`` (ML-Agents' and our tree share the name).
 
+Every process keeps compiled bytecode (``bytecode_env``: in the run's temporary folder, the
+checkouts compiled before the first run), as an installed package's runs do, whatever
+``PYTHONDONTWRITEBYTECODE`` says here.
+
 Prints one JSON document: machine, settings and, per step cost, each measurement's median and
 runs (seconds), env steps per run, ``agents_learn_over_floor`` and
 ``mlagents_over_agents_learn`` (of the medians). The issue's targets: agents-learn at most 1.5x
@@ -119,6 +123,21 @@ def floor(launcher: str, steps: int) -> None:
     print(json.dumps({"decisions": decisions, "env_steps": env_steps}))
 
 
+def bytecode_env(folder: Path) -> dict[str, str]:
+    """This process's environment, with compiled bytecode kept (in ``folder``, not beside the
+    sources) as an installed package has it: ``PYTHONDONTWRITEBYTECODE`` would otherwise make
+    every run compile the checkout's modules again, a cost no user's run pays."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(folder)
+    return env
+
+
+def compile_checkout(python: str, repo: Path, env: dict[str, str]) -> None:
+    """Every module of an agents-learn checkout compiled once, before any run is timed."""
+    packages = [str(repo / name) for name in ("envs", "orchestration", "processors", "stats", "trainers", "tests")]
+    subprocess.run([python, "-m", "compileall", "-q", *packages], env=env, check=True, capture_output=True)
+
+
 def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
     """Seconds a whole process took, and its output; raises if it failed."""
     start = time.perf_counter()
@@ -177,9 +196,12 @@ def measure(args: argparse.Namespace, folder: Path, config: Path, sleep_ms: floa
     seconds: dict[str, list[float]] = {"floor": [], "agents_learn": [], "baseline": [], "mlagents_learn": []}
     env_steps: dict[str, list[int | None]] = {key: [] for key in seconds}
     onnx: list[bool] = []
+    env = bytecode_env(folder / "pycache")
     for repeat in range(args.repeats):
         s, out = timed(
-            [sys.executable, str(Path(__file__).resolve()), "--floor", launcher, "--steps", str(args.steps)], REPO
+            [sys.executable, str(Path(__file__).resolve()), "--floor", launcher, "--steps", str(args.steps)],
+            REPO,
+            env,
         )
         seconds["floor"].append(s)
         env_steps["floor"].append(json.loads(out.splitlines()[-1])["env_steps"])
@@ -189,14 +211,14 @@ def measure(args: argparse.Namespace, folder: Path, config: Path, sleep_ms: floa
                 continue
             run_id = f"{key}-{sleep_ms:g}-{repeat}"
             command = [args.python, "-m", "orchestration.cli", *trainer_args(config, launcher, results, run_id)]
-            s, _ = timed(command, repo, dict(os.environ, PYTHONPATH=str(repo)))
+            s, _ = timed(command, repo, dict(env, PYTHONPATH=str(repo)))
             seconds[key].append(s)
             env_steps[key].append(env_steps_of(results / run_id))
 
         if args.mlagents:
             run_id = f"mlagents-{sleep_ms:g}-{repeat}"
             python = str(Path(args.mlagents).parent / "python")
-            s, _ = timed([python, "-c", MLAGENTS_MAIN, *trainer_args(config, launcher, results, run_id)], folder)
+            s, _ = timed([python, "-c", MLAGENTS_MAIN, *trainer_args(config, launcher, results, run_id)], folder, env)
             if not (results / run_id / BEHAVIOR / "checkpoint.pt").is_file():
                 raise RuntimeError(f"mlagents-learn wrote no {results / run_id / BEHAVIOR / 'checkpoint.pt'}")
             seconds["mlagents_learn"].append(s)
@@ -243,6 +265,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="e2e-") as tmp:
         folder = Path(tmp)
         config = write_config(folder, args.steps)
+        for repo in (args.repo, args.baseline):
+            if repo is not None:
+                compile_checkout(args.python, repo, bytecode_env(folder / "pycache"))
         cases = [measure(args, folder, config, sleep_ms) for sleep_ms in args.step_sleep_ms]
     print(
         json.dumps(

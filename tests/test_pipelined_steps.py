@@ -275,3 +275,37 @@ def test_a_background_pool_closed_while_its_environment_opens_closes_it_once_ope
     while not env.closed and time.monotonic() < deadline:
         time.sleep(0.01)
     assert env.closed
+
+
+class SteppedInHalves(Stalling):
+    """``Stalling`` whose step is sent and read apart (as a Unity build's), recording the thread
+    of each half."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def send_step(self) -> None:
+        self.threads.append(threading.current_thread().name)
+
+    def receive_step(self, within: float | None = None) -> bool:
+        self.threads.append(threading.current_thread().name)
+        return self.release.wait(30 if within is None else within)
+
+
+def test_an_environment_stepped_in_halves_is_sent_by_step_and_read_by_poll_on_the_callers_thread():
+    env = SteppedInHalves()
+    pool = InProcessPool(opener=lambda worker_id: OpenEnv(env, dict), background=True)  # type: ignore[arg-type]
+    pool.start()
+    assert len(pool.poll(5.0)) == 1
+    pool.step(0, {})  # sent: the build simulates while the caller records
+    assert pool.poll(0.05) == []
+    env.release.set()
+    [result] = pool.poll(5.0)
+    assert isinstance(result, WorkerResult)
+    assert set(env.threads) == {threading.current_thread().name} and len(env.threads) >= 3
+    env.release.clear()
+    pool.step(0, {})
+    start = time.monotonic()
+    pool.close()  # the reply to the step sent is not waited for
+    assert time.monotonic() - start < 5.0 and env.closed

@@ -454,3 +454,25 @@ def test_runtime_packages_never_import_test_support():
                     if n == "tests" or n.startswith("tests.") or n.endswith(".standin")
                 ]
     assert offenders == []
+
+
+def test_a_step_in_halves_leaves_the_caller_free_and_its_wait_counts_from_the_send(make_env):
+    """``send_step`` returns at once; ``receive_step(within)`` says False until the reply is
+    there; a hung build's ``timeout_wait`` runs from the send, however the waits are cut up."""
+    env = make_env("--scene", "balance", "--hang-after", "1", timeout_wait=3)
+    env.reset()
+    zero_actions(env)
+    env.send_step()
+    deadline = time.monotonic() + TIMEOUT
+    while not env.receive_step(within=0.01):
+        assert time.monotonic() < deadline
+    [name] = env.behavior_specs
+    assert len(env.get_steps(name)[0]) > 0
+    zero_actions(env)
+    start = time.monotonic()
+    env.send_step()  # the build hangs on this one
+    assert time.monotonic() - start < 1.0
+    with pytest.raises(UnityBuildTimeoutError):
+        while not env.receive_step(within=0.2):
+            pass
+    assert 3 <= time.monotonic() - start < 3 + 2

@@ -214,6 +214,7 @@ class LoopbackCommunicator(Communicator):
         self.poll_interval_s = poll_interval_s
         self._rendezvous = _Rendezvous(self.max_message_bytes, self._where)
         self._steps = 0
+        self._sent_at = time.monotonic()  # when the input now answered was sent (its reply's deadline)
         self.is_open = False
         if not is_loopback(bind_address):
             logger.warning(
@@ -278,13 +279,24 @@ class LoopbackCommunicator(Communicator):
             except OSError:
                 raise UnityWorkerInUseException(self.worker_id) from None
 
-    def _receive(self, waiting_for: str, poll_callback: PollCallback | None) -> UnityMessageProto:
-        """Next message from Unity, or a clear error within timeout_wait seconds."""
-        start = time.monotonic()
+    def _receive(
+        self,
+        waiting_for: str,
+        poll_callback: PollCallback | None,
+        *,
+        since: float | None = None,
+        within: float | None = None,
+    ) -> UnityMessageProto | None:
+        """Next message from Unity, or a clear error once ``timeout_wait`` seconds have passed
+        since ``since`` (a ``time.monotonic()``; default now). ``within``: return None when
+        nothing came in that many seconds (the wait may go on in a later call)."""
+        start = time.monotonic() if since is None else since
         deadline = start + self.timeout_wait
+        give_up = None if within is None else time.monotonic() + within
         inbox = self._rendezvous.inbox
         while True:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 raise UnityBuildTimeoutError(
                     f"{self._where()}: no message from Unity for {self.timeout_wait:g} s while "
@@ -292,10 +304,13 @@ class LoopbackCommunicator(Communicator):
                     "be hung, waiting for user input, or unable to connect; check its log.",
                     worker_id=self.worker_id,
                     port=self.port,
-                    waited_s=time.monotonic() - start,
+                    waited_s=now - start,
                 )
+            wait = min(self.poll_interval_s, remaining)
+            if give_up is not None:
+                wait = max(0.0, min(wait, give_up - now))
             try:
-                message = inbox.get(timeout=min(self.poll_interval_s, remaining))
+                message = inbox.get(timeout=wait)
             except queue.Empty:
                 if not self.is_open:  # closed from another thread (a step waiting in the background)
                     raise UnityBuildQuitError(
@@ -305,6 +320,8 @@ class LoopbackCommunicator(Communicator):
                     ) from None
                 if poll_callback is not None:
                     poll_callback()
+                if give_up is not None and time.monotonic() >= give_up:
+                    return None
                 continue
             if isinstance(message, _Oversized):
                 raise UnityMessageTooLargeError(
@@ -339,6 +356,7 @@ class LoopbackCommunicator(Communicator):
         """Start-up handshake: academy parameters in, ``inputs`` out, then Unity's second
         message (its request for the first command), whose reply is the next exchange."""
         first = self._receive("the build to connect", poll_callback)
+        assert first is not None  # no ``within``: a message or an error
         self._send(inputs)
         self._receive("the build's second start-up message", poll_callback)
         return first.unity_output
@@ -348,6 +366,14 @@ class LoopbackCommunicator(Communicator):
 
         Raises UnityBuildQuitError if Unity ended the session, never returns None.
         """
+        self.send(inputs)
+        output = self.receive(poll_callback)
+        assert output is not None  # no ``within``: a message or an error
+        return output
+
+    def send(self, inputs: UnityInputProto) -> None:
+        """The first half of :meth:`exchange`: send one input (reset or step); Unity works on
+        it while the caller does something else until :meth:`receive`."""
         if not self.is_open:
             raise UnityBuildQuitError(
                 f"{self._where()}: the connection is closed.",
@@ -355,7 +381,16 @@ class LoopbackCommunicator(Communicator):
                 port=self.port,
             )
         self._send(inputs)
-        return self._receive("the reply to a step or reset", poll_callback).unity_output
+        self._sent_at = time.monotonic()
+
+    def receive(
+        self, poll_callback: PollCallback | None = None, *, within: float | None = None
+    ) -> UnityOutputProto | None:
+        """The second half of :meth:`exchange`: Unity's output after the input :meth:`send`
+        sent, waited for up to ``timeout_wait`` seconds from the send in all (then an error);
+        None when it did not come ``within`` seconds (ask again)."""
+        message = self._receive("the reply to a step or reset", poll_callback, since=self._sent_at, within=within)
+        return None if message is None else message.unity_output
 
     def close(self) -> None:
         """Tell Unity to quit (status 400) and stop the server; safe to call twice."""

@@ -24,6 +24,7 @@ import logging
 import os
 import signal
 import subprocess
+from typing import cast
 
 from envs.unity import protocol
 
@@ -194,6 +195,39 @@ class UnityEnvironment(_StockUnityEnvironment):
                 spec = self._env_specs[name]
                 self._env_state[name] = (DecisionSteps.empty(spec), TerminalSteps.empty(spec))
         self._side_channel_manager.process_side_channel_message(output.side_channel)
+
+    def step(self) -> None:
+        """The stock step (the first one resets the environment), as its two halves."""
+        self.send_step()
+        self.receive_step()
+
+    def send_step(self) -> None:
+        """The first half of :meth:`step`: the actions set (empty ones for agents without, as
+        the stock step sends) go to the build, which simulates while the caller does
+        something else (a trainer records the step before), until :meth:`receive_step`."""
+        if not self._loaded:
+            raise UnityEnvironmentException("No Unity environment is loaded.")
+        communicator = cast(LoopbackCommunicator, self._communicator)
+        if self._is_first_message:
+            communicator.send(self._generate_reset_input())
+            return
+        for name, spec in self._env_specs.items():
+            if name not in self._env_actions:
+                deciding = len(self._env_state[name][0]) if name in self._env_state else 0
+                self._env_actions[name] = spec.action_spec.empty_action(deciding)
+        communicator.send(self._generate_step_input(self._env_actions))
+
+    def receive_step(self, within: float | None = None) -> bool:
+        """The second half of :meth:`step`: the build's next steps, read. False when they did
+        not come ``within`` seconds (ask again: the build's ``timeout_wait`` runs from the send)."""
+        outputs = cast(LoopbackCommunicator, self._communicator).receive(self._poll_process, within=within)
+        if outputs is None:
+            return False
+        self._update_behavior_specs(outputs)
+        self._update_state(outputs.rl_output)
+        self._is_first_message = False
+        self._env_actions.clear()
+        return True
 
     def _generate_step_input(self, vector_action: dict[str, ActionTuple]) -> UnityInputProto:
         """Actions for every agent that asked for a decision, one AgentActionProto each.

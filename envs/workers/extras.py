@@ -44,3 +44,14 @@ class ReportsPackage(Protocol):
 
     @property
     def package_version(self) -> str: ...
+
+
+@runtime_checkable
+class StepsInHalves(Protocol):
+    """A step sent (``send_step``) and its reply read (``receive_step``) apart, as
+    ``envs.unity.UnityEnvironment`` does: the build simulates while the caller works, and no
+    thread stands between them (a hand-off each way costs more than the work it saves)."""
+
+    def send_step(self) -> None: ...
+
+    def receive_step(self, within: float | None = None) -> bool: ...

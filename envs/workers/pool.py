@@ -16,12 +16,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import cast
 
 import attrs
 from mlagents_envs.base_env import ActionTuple, BaseEnv
 
 from envs.parameters import ParameterValue
-from envs.workers.extras import ActsItself, ReportsPackage
+from envs.workers.extras import ActsItself, ReportsPackage, StepsInHalves
 from envs.workers.faults import classify_error
 from envs.workers.launch import EnvLaunch, OpenEnv
 from envs.workers.records import SpecRecord, StepsRecord, WorkerFault, WorkerResult
@@ -67,6 +68,17 @@ def _acts_itself(env_type: type) -> bool:
     known = _ACTS_ITSELF.get(env_type)
     if known is None:
         known = _ACTS_ITSELF[env_type] = issubclass(env_type, ActsItself)
+    return known
+
+
+_STEPS_IN_HALVES: dict[type, bool] = {}
+
+
+def _steps_in_halves(env_type: type) -> bool:
+    """Whether environments of ``env_type`` are :class:`StepsInHalves` (asked once per class)."""
+    known = _STEPS_IN_HALVES.get(env_type)
+    if known is None:
+        known = _STEPS_IN_HALVES[env_type] = issubclass(env_type, StepsInHalves)
     return known
 
 
@@ -132,11 +144,13 @@ class InProcessPool(EnvWorkerPool):
     """One environment (worker 0), stepped in this process.
 
     ``opener`` returns the environment (default: :func:`open_environment` of ``launch``).
-    With ``background=True`` opening it and each step run in a thread of its own, so the caller
-    works while they run: for an environment that simulates in another process (a Unity build,
-    the Editor), whose start and steps wait for it without holding the GIL (a run loads torch
-    while its build boots). Nothing else touches the environment until that is done: every
-    other call waits for it first; closing the pool while it opens closes it once open.
+    With ``background=True``, for an environment that simulates in another process (a Unity
+    build, the Editor), the caller works while it does: opening it runs in a thread of its own
+    (a run loads torch while its build boots), and so does each step, unless the environment
+    :class:`StepsInHalves` (a Unity build): then ``step`` sends the actions and ``poll`` reads
+    the reply, on the caller's thread. Nothing else touches the environment until a step is
+    done: every other call waits for it first; closing the pool while it opens closes it once
+    open.
     """
 
     num_workers = 1
@@ -161,6 +175,8 @@ class InProcessPool(EnvWorkerPool):
         self._stepping: Future[WorkerResult | WorkerFault] | None = None
         self._closing = threading.Lock()  # an open finishing in the background vs close()
         self._closed = False
+        self._awaiting: OpenEnv | None = None  # a step sent whose reply is not read yet
+        self._sent_at = 0.0
 
     @property
     def env(self) -> BaseEnv | None:
@@ -205,8 +221,33 @@ class InProcessPool(EnvWorkerPool):
             return
         if self._stepper is None:
             self._ready.append(self._step(opened, actions))
+        elif _steps_in_halves(type(opened.env)):
+            self._send(opened, actions)
         else:
             self._stepping = self._stepper.submit(self._step, opened, actions)
+
+    def _send(self, opened: OpenEnv, actions: Mapping[str, ActionTuple]) -> None:
+        try:
+            for behavior_id, action in actions.items():
+                opened.env.set_actions(behavior_id, action)
+            self._sent_at = time.perf_counter()
+            cast(StepsInHalves, opened.env).send_step()
+            self._awaiting = opened
+        except Exception as error:  # noqa: BLE001 - a fault value
+            self._ready.append(self._fault(error))
+
+    def _receive(self, opened: OpenEnv, within: float | None) -> None:
+        """The reply to the step sent, into ``_ready`` (unless it did not come ``within`` s)."""
+        try:
+            if not cast(StepsInHalves, opened.env).receive_step(within):
+                return
+            result: WorkerResult | WorkerFault = observe(
+                opened, self._known, 0, self._generation, time.perf_counter() - self._sent_at
+            )
+        except Exception as error:  # noqa: BLE001 - a fault value
+            result = self._fault(error)
+        self._awaiting = None
+        self._ready.append(result)
 
     def _step(self, opened: OpenEnv, actions: Mapping[str, ActionTuple]) -> WorkerResult | WorkerFault:
         try:
@@ -216,8 +257,11 @@ class InProcessPool(EnvWorkerPool):
             return self._fault(error)
 
     def _finish_step(self, timeout: float | None = None) -> None:
-        """Wait up to ``timeout`` seconds (None: as long as it takes) for a step running in the
-        background; its result is then ready for ``poll``."""
+        """Wait up to ``timeout`` seconds (None: as long as it takes) for a step (or an open)
+        under way; its result is then ready for ``poll``."""
+        if self._awaiting is not None:
+            self._receive(self._awaiting, timeout)
+            return
         stepping = self._stepping
         if stepping is None:
             return
@@ -281,6 +325,7 @@ class InProcessPool(EnvWorkerPool):
         # when its connection closes); its result is not wanted. One still opening closes itself.
         with self._closing:
             self._closed = True
+        self._awaiting = None  # its reply is not wanted
         self._finish_step(_CLOSE_WAIT_S)
         self._stepping = None
         self._close_env()

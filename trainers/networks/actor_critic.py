@@ -560,10 +560,9 @@ class ObservationEncoder(nn.Module):
             for x, encoder in zip(obs, self.inputs)
         ]
 
-    @torch.no_grad()
-    def update_normalization(self, obs: Sequence[Tensor]) -> None:
+    def update_normalization(self, obs: Sequence[Tensor | np.ndarray]) -> None:
         """Merge a batch of every observation into the vector normalisers (visual and
-        variable-length: no-op, as ML-Agents)."""
+        variable-length: no-op, as ML-Agents); arrays or tensors, one per observation."""
         for x, encoder in zip(obs, self.inputs):
             if isinstance(encoder, _VectorInput) and encoder.normalizer is not None:
                 encoder.normalizer.update(x)
@@ -825,7 +824,7 @@ class Actor(nn.Module):
             disc_log_probs = dist.mean.new_zeros((batch, 0))
         return cont_log_probs, disc_log_probs, self.entropy(dist)
 
-    def update_normalization(self, obs: Sequence[Tensor]) -> None:
+    def update_normalization(self, obs: Sequence[Tensor | np.ndarray]) -> None:
         """Merge a batch of observations into the encoder's normalisers."""
         self.encoder.update_normalization(obs)
 
@@ -911,6 +910,6 @@ class Critic(nn.Module):
         """[B, S]: the value estimates as columns, in stream order."""
         return self.value_heads.stacked(self.features(obs, memories, sequence_length)[0])
 
-    def update_normalization(self, obs: Sequence[Tensor]) -> None:
+    def update_normalization(self, obs: Sequence[Tensor | np.ndarray]) -> None:
         """Merge a batch of observations into the encoder's normalisers."""
         self.encoder.update_normalization(obs)

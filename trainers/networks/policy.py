@@ -277,7 +277,7 @@ class TorchPolicy:
         running normalisers (no-op unless ``normalize``)."""
         if not self.network_settings.normalize:
             return
-        self.actor.update_normalization(self.obs_to_tensors(obs))
+        self.actor.update_normalization(obs)
 
     # ------------------------------------------------------------ weights
 

@@ -157,7 +157,7 @@ class POCA(Learner[POCASettings]):
     def add(self, trajectory: Trajectory) -> None:
         if self.settings.network_settings.normalize:
             self.policy.update_normalization(trajectory.obs)
-            self.critic.update_normalization(self.policy.obs_to_tensors(trajectory.obs))
+            self.critic.update_normalization(trajectory.obs)
         obs = self.policy.obs_to_tensors(trajectory.obs)
         group = self._group_tensors(trajectory)
         critic_memories = baseline_memories = None

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 from mlagents_envs.base_env import ActionSpec, ObservationSpec
 from torch import Tensor, nn
@@ -96,7 +97,7 @@ class POCACritic(nn.Module):
     def stream_names(self) -> tuple[str, ...]:
         return self.value_heads.stream_names
 
-    def update_normalization(self, obs: Sequence[Tensor]) -> None:
+    def update_normalization(self, obs: Sequence[Tensor | np.ndarray]) -> None:
         """Merge the agents' own observations into the encoder's normalisers."""
         self.encoder.update_normalization(obs)
 

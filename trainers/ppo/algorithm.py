@@ -21,7 +21,7 @@ sequence_length`` per minibatch), with padding masked out of every loss.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -75,7 +75,7 @@ class _SharedCritic(torch.nn.Module):
         features, memories_out = self.features(obs, memories, sequence_length)
         return self.value_heads(features), memories_out
 
-    def update_normalization(self, obs: list[torch.Tensor]) -> None:
+    def update_normalization(self, obs: Sequence[torch.Tensor | np.ndarray]) -> None:
         """The actor's normaliser is the shared one; the policy updates it."""
 
 
@@ -135,7 +135,7 @@ class PPO(Learner[PPOSettings]):
         obs_with_next = [np.concatenate([o, n[None]]) for o, n in zip(trajectory.obs, trajectory.next_obs)]
         if self.settings.network_settings.normalize:
             self.policy.update_normalization(trajectory.obs)
-            self.critic.update_normalization(self.policy.obs_to_tensors(trajectory.obs))
+            self.critic.update_normalization(trajectory.obs)
         critic_memories = None
         with torch.no_grad():
             if self.critic.memory_size:
