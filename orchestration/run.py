@@ -159,6 +159,37 @@ def build_run(
     registry = registry if registry is not None else TrainerRegistry.with_plugins()
     if not checked:
         check_run(options, registry=registry, env_factory=env_factory, record_demo=record_demo)
+    laid_out = lay_out(options, env_factory, bind_address, server_token)
+    pool = started_early(laid_out.options, laid_out.launch)
+    try:
+        return wire(laid_out, registry, pool, writers=writers, console=console, stop=stop, record_demo=record_demo)
+    except BaseException:
+        if pool is not None:
+            pool.close()
+        raise
+
+
+# ---------------------------------------------------------------- the steps of build_run
+
+
+@attrs.frozen
+class LaidOut:
+    """A run before its trainers: seeded options, its folder and status, the curriculum, where
+    the builds' logs go until it starts (``staged_logs``) and how its environments open."""
+
+    options: RunOptions
+    run_dir: Path
+    status: TrainingStatus
+    curriculum: Curriculum
+    staged_logs: Path | None
+    launch: EnvLaunch
+
+
+def lay_out(
+    options: RunOptions, env_factory: EnvFactory | None, bind_address: str, server_token: str | None
+) -> LaidOut:
+    """Everything of a run that needs no torch: the seed, the results folder, the status of a
+    run it continues, the curriculum's lessons and the environments' launch."""
     options = with_run_seed(options)
     run_dir = prepare_run_dir(options)
     status = run_status(options, run_dir)
@@ -170,44 +201,51 @@ def build_run(
     log_folder = staged_logs or run_dir / "run_logs"
     launch = environment_launch(options, log_folder, env_factory, bind_address, curriculum.values(), server_token)
     announce_connections(launch, options.env_settings.num_envs, bind_address)
-    pool = started_early(options, launch)
-    try:
-        import torch
-
-        from orchestration.controller import TrainerController
-
-        # Small networks: one thread is many times faster than torch's default for batches of
-        # a few dozen rows, and leaves the other cores to environment processes.
-        torch.set_num_threads(1)
-        timers = Timers(thread_parent=TRAINER_THREAD_PATH)
-        timers.add_metadata("communication_protocol_version", unity_api_version())  # as mlagents-learn does
-        perf = PerfStats()
-        hub = stats_hub(options, run_dir, writers, console=console, timers=timers, perf=perf)
-        controller = TrainerController(
-            options=options,
-            run_dir=run_dir,
-            hub=hub,
-            registry=registry,
-            status=status,
-            seed=options.env_settings.seed,
-            device=pick_device(options.torch_settings.device),
-            perf=perf,
-            timers=timers,
-            stop=stop,
-            on_started=when_started(options, run_dir),
-            curriculum=curriculum,
-        )
-        manager = env_manager(
-            options, launch, controller, perf=perf, timers=timers, record_demo=record_demo, started=pool
-        )
-    except BaseException:
-        if pool is not None:
-            pool.close()
-        raise
-    return Run(options, run_dir, controller, manager, hub, timers, staged_logs)
+    return LaidOut(options, run_dir, status, curriculum, staged_logs, launch)
 
 
-# ---------------------------------------------------------------- the steps of build_run
+def wire(
+    laid_out: LaidOut,
+    registry: TrainerRegistry,
+    pool: EnvWorkerPool | None,
+    *,
+    writers: Sequence[StatsWriter],
+    console: bool,
+    stop: threading.Event | None,
+    record_demo: str | os.PathLike[str] | None,
+) -> Run:
+    """The trainers' side (torch loads here): stats, the controller and what steps the
+    environments (``pool``: the one :func:`started_early` started)."""
+    import torch
+
+    from orchestration.controller import TrainerController
+
+    options, run_dir = laid_out.options, laid_out.run_dir
+    # Small networks: one thread is many times faster than torch's default for batches of a
+    # few dozen rows, and leaves the other cores to environment processes.
+    torch.set_num_threads(1)
+    timers = Timers(thread_parent=TRAINER_THREAD_PATH)
+    timers.add_metadata("communication_protocol_version", unity_api_version())  # as mlagents-learn does
+    perf = PerfStats()
+    hub = stats_hub(options, run_dir, writers, console=console, timers=timers, perf=perf)
+    controller = TrainerController(
+        options=options,
+        run_dir=run_dir,
+        hub=hub,
+        registry=registry,
+        status=laid_out.status,
+        seed=options.env_settings.seed,
+        device=pick_device(options.torch_settings.device),
+        perf=perf,
+        timers=timers,
+        stop=stop,
+        on_started=when_started(options, run_dir),
+        curriculum=laid_out.curriculum,
+    )
+    manager = env_manager(
+        options, laid_out.launch, controller, perf=perf, timers=timers, record_demo=record_demo, started=pool
+    )
+    return Run(options, run_dir, controller, manager, hub, timers, laid_out.staged_logs)
 
 
 def with_run_seed(options: RunOptions) -> RunOptions:
