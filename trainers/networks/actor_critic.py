@@ -167,7 +167,8 @@ class Normalizer(nn.Module):
     def update(self, x: Tensor | np.ndarray) -> None:
         """Merge a batch [B, n] into the running statistics (Chan et al.'s parallel formula), in
         float64 numpy: it runs for every trajectory of every normalised network, and on
-        vectors this short the dozen steps cost ~20x more as torch ops (~300 against ~15 µs)."""
+        vectors this short the same steps as torch ops cost more (8 floats, 20 rows: 41 µs a
+        call as torch ops, 29 µs here)."""
         batch = x.detach().cpu().numpy() if isinstance(x, Tensor) else np.asarray(x)
         batch = batch.reshape(-1, self.size).astype(np.float64, copy=False)
         m = batch.shape[0]
