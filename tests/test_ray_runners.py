@@ -158,6 +158,19 @@ def all_cpus_free(cpus: float = HEAD_CPUS + WORKER_CPUS, timeout: float = 30.0) 
         time.sleep(0.1)
 
 
+def runners_started(run, timeout: float = 60.0) -> None:
+    """Start ``run``'s runners and wait until each has its environment up. The manager trains on
+    whichever runner is ready first: on two busy cores one runner once took the whole of a short
+    run before the other had started (CI, stop 49), so a test that asserts every runner steps
+    waits for all of them first."""
+    import ray
+
+    run.env_manager.start()
+    starts = [runner.call for runner in run.env_manager.runners.values()]
+    ready, _ = ray.wait(starts, num_returns=len(starts), timeout=timeout)
+    assert len(ready) == len(starts), f"{len(starts) - len(ready)} runner(s) not up after {timeout} s"
+
+
 class NodeLog(StatsWriter):
     """Calls ``act(step)`` once, at the first summary at or past ``at``."""
 
@@ -324,6 +337,7 @@ def test_a_gymnasium_environment_trains_on_ray_runners(tmp_path, two_nodes, capl
     all_cpus_free(cpus=HEAD_CPUS)  # two runners fit on the head, also once the worker node is gone
     run = build_run(options, writers=[log], console=False)
     with caplog.at_level("INFO"):
+        runners_started(run)
         outcome = run.run()
     assert "Env runner[0] (generation 0) steps" in caplog.text and "Env runner[1] (generation 0) steps" in caplog.text
     assert run.env_manager.restart_count == 0
