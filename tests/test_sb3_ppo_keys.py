@@ -1,7 +1,8 @@
 """Stable-Baselines3's PPO choices as agents-learn keys (docs/gymnasium.md), in PPO and POCA:
-``adam_epsilon`` reaches the optimiser, ``epsilon_floor`` ends the linear clip schedule, and
-``max_grad_norm`` clips every minibatch's gradient; unset, each is ML-Agents' (1e-8, 0.1, no
-clipping). The activation is tested with the networks (tests/test_networks.py), the learning
+``adam_epsilon`` reaches the optimiser, ``epsilon_floor`` ends the linear clip schedule,
+``max_grad_norm`` clips every minibatch's gradient, and ``advantage_normalization: minibatch``
+normalises each minibatch's advantages; unset, each is ML-Agents' (1e-8, 0.1, no clipping, over
+the buffer). The activation is tested with the networks (tests/test_networks.py), the learning
 they bring with CartPole (tests/test_gymnasium_run.py)."""
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ import attrs
 import pytest
 import torch
 
+import trainers.poca.algorithm
+import trainers.ppo.algorithm
 from stats import StatsReporter
 from tests.steps import behavior_spec
 from tests.test_poca_run import grouped_trajectories
 from tests.test_ppo_trainer import SPEC, settings, trajectory
 from trainers.poca.algorithm import POCA
 from trainers.ppo.algorithm import PPO
+from trainers.ppo.maths import clipped_surrogate_loss, normalized_advantages
 from trainers.settings import POCASettings, PPOSettings, TrainerSettings
 
 SB3 = {"epsilon_floor": 0.0, "max_grad_norm": 0.5, "adam_epsilon": 1e-5}
@@ -70,3 +74,42 @@ def test_a_clipped_update_differs_from_an_unclipped_one():
     after = dict(clipped.policy.actor.named_parameters())
     assert any(not torch.equal(after[name], p) for name, p in plain.policy.actor.named_parameters())
     assert attrs.evolve(plain.hyperparameters, max_grad_norm=1e-3) == clipped.hyperparameters
+
+
+@pytest.mark.parametrize("make", [ppo, poca], ids=["ppo", "poca"])
+@pytest.mark.parametrize("where", ["buffer", "minibatch"])
+def test_advantages_are_normalised_over_the_buffer_or_each_minibatch(make, where, monkeypatch):
+    """What reaches the surrogate: per minibatch, every minibatch at mean 0 and standard
+    deviation 1; over the buffer (the default), the whole update's advantages are, a minibatch
+    in general not."""
+    seen: list[torch.Tensor] = []
+
+    def recording_loss(log_probs, old_log_probs, advantages, epsilon, mask=None):
+        seen.append(advantages.detach().clone())
+        return clipped_surrogate_loss(log_probs, old_log_probs, advantages, epsilon, mask)
+
+    for module in (trainers.ppo.algorithm, trainers.poca.algorithm):
+        monkeypatch.setattr(module, "clipped_surrogate_loss", recording_loss)
+    learner = make() if where == "buffer" else make(advantage_normalization=where)
+    assert learner.hyperparameters.advantage_normalization == where
+    whole = learner.buffer.to_batch(torch.device("cpu"))
+    over_buffer = (whole.agent if isinstance(learner, POCA) else whole).advantages
+    learner.update(10)
+    assert len(seen) >= 2 and all(len(a) >= 2 for a in seen)
+    means = torch.stack([a.mean() for a in seen])
+    if where == "minibatch":
+        stds = torch.stack([a.std(correction=0) for a in seen])
+        assert torch.allclose(means, torch.zeros_like(means), atol=1e-5)
+        assert torch.allclose(stds, torch.ones_like(stds), atol=1e-4)
+    else:
+        assert all(torch.isin(a, over_buffer).all() for a in seen)  # the buffer's values, as they are
+        assert not torch.allclose(means, torch.zeros_like(means), atol=1e-3)
+
+
+def test_a_minibatch_normalises_over_its_real_rows_and_leaves_padding_at_zero():
+    advantages = torch.tensor([1.0, 3.0, 99.0, 5.0])
+    real = torch.tensor([True, True, False, True])
+    out = normalized_advantages(advantages, real)
+    expected = (torch.tensor([1.0, 3.0, 5.0]) - 3.0) / torch.tensor([1.0, 3.0, 5.0]).std(correction=0)
+    assert torch.allclose(out[real], expected) and out[2] == 0
+    assert torch.equal(normalized_advantages(torch.tensor([7.0])), torch.tensor([7.0]))  # one row: as it is

@@ -57,6 +57,7 @@ NEWER_PATHS = {
     "behaviors.B.hyperparameters.epsilon_floor",
     "behaviors.B.hyperparameters.max_grad_norm",
     "behaviors.B.hyperparameters.adam_epsilon",
+    "behaviors.B.hyperparameters.advantage_normalization",
     "behaviors.B.network_settings.activation",
     "env_settings.timeout_wait",
     "env_settings.ray_address",
@@ -168,7 +169,7 @@ def test_newer_keys_are_left_out_unless_set(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("where", ["behavior", "default_settings"])
 def test_newer_keys_set_in_yaml_are_kept_even_at_their_defaults(where: str, tmp_path: Path) -> None:
-    sb3 = {"epsilon_floor": 0.1, "max_grad_norm": 0.5, "adam_epsilon": 1e-8}
+    sb3 = {"epsilon_floor": 0.1, "max_grad_norm": 0.5, "adam_epsilon": 1e-8, "advantage_normalization": "buffer"}
     trainer = {
         "even_checkpoints": False,
         "hyperparameters": {"shared_critic": False, **sb3},
@@ -218,7 +219,11 @@ def test_newer_keys_set_in_python_are_kept(tmp_path: Path) -> None:
             "B": TrainerSettings(
                 even_checkpoints=True,
                 hyperparameters=PPOSettings(
-                    shared_critic=True, epsilon_floor=0.0, max_grad_norm=0.5, adam_epsilon=1e-5
+                    shared_critic=True,
+                    epsilon_floor=0.0,
+                    max_grad_norm=0.5,
+                    adam_epsilon=1e-5,
+                    advantage_normalization="minibatch",
                 ),
                 network_settings=NetworkSettings(activation="tanh"),
             )
@@ -243,7 +248,13 @@ def _everything() -> RunOptions:
     }
     ppo = TrainerSettings(
         even_checkpoints=True,
-        hyperparameters=PPOSettings(shared_critic=True, epsilon_floor=0.0, max_grad_norm=0.5, adam_epsilon=1e-5),
+        hyperparameters=PPOSettings(
+            shared_critic=True,
+            epsilon_floor=0.0,
+            max_grad_norm=0.5,
+            adam_epsilon=1e-5,
+            advantage_normalization="minibatch",
+        ),
         network_settings=net,
         reward_signals=signals,
         init_path="x.pt",
@@ -303,6 +314,7 @@ def test_every_key_0_28_does_not_know_is_marked_newer(tmp_path: Path) -> None:
         "epsilon_floor",
         "max_grad_norm",
         "adam_epsilon",
+        "advantage_normalization",
         "activation",
         "timeout_wait",
         "ray_address",

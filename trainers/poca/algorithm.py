@@ -54,7 +54,7 @@ from trainers.ppo.on_policy import checkpoint_state, load_checkpoint_state, mini
 from trainers.reward_signals.base import signal_tag
 from trainers.reward_signals.learner import Learner
 from trainers.seeding import Stream
-from trainers.settings import POCASettings, TrainerSettings
+from trainers.settings import AdvantageNormalization, POCASettings, TrainerSettings
 
 
 class POCA(Learner[POCASettings]):
@@ -263,8 +263,9 @@ class POCA(Learner[POCASettings]):
         learning_rate, beta, epsilon = self.schedules(step)
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
-        batch = self.buffer.to_batch(self.device)
         hp = self.hyperparameters
+        per_minibatch = hp.advantage_normalization == AdvantageNormalization.MINIBATCH
+        batch = self.buffer.to_batch(self.device, normalize_advantages=not per_minibatch)
         policy_losses: list[torch.Tensor] = []
         value_losses: list[torch.Tensor] = []
         baseline_losses: list[torch.Tensor] = []
@@ -274,6 +275,8 @@ class POCA(Learner[POCASettings]):
                 len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
             ):
                 minibatch = batch.take(rows)
+                if per_minibatch:
+                    minibatch = minibatch._replace(agent=minibatch.agent.with_normalized_advantages())
                 policy_loss, value_loss, baseline_loss, loss = self.losses(minibatch, beta, epsilon)
                 gradient_step(self.optimizer, loss, max_grad_norm=hp.max_grad_norm)
                 policy_losses.append(policy_loss.detach())

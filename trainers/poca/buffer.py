@@ -149,15 +149,16 @@ class POCABuffer:
             self.mate_continuous[rows, :width] = mates.continuous_actions
             self.mate_discrete[rows, :width] = mates.discrete_actions
 
-    def to_batch(self, device: torch.device) -> POCABatch:
-        """Everything in the buffer as tensors on ``device`` (advantages normalised)."""
+    def to_batch(self, device: torch.device, normalize_advantages: bool = True) -> POCABatch:
+        """Everything in the buffer as tensors on ``device`` (advantages normalised over the
+        buffer unless ``normalize_advantages`` is False, as ``PPOBuffer.to_batch``)."""
         n = len(self)
 
         def tensor(array: np.ndarray) -> Tensor:
             return torch.as_tensor(np.ascontiguousarray(array), device=device)
 
         return POCABatch(
-            agent=self.agent.to_batch(device),
+            agent=self.agent.to_batch(device, normalize_advantages),
             old_baselines=tensor(self.baselines[:n]),
             baseline_memories=tensor(self.baseline_memories[:n]),
             group=GroupObservations(

@@ -41,7 +41,7 @@ from trainers.ppo.maths import value_loss as value_loss_of
 from trainers.ppo.on_policy import checkpoint_state, load_checkpoint_state, minibatches, schedules
 from trainers.reward_signals.learner import Learner
 from trainers.seeding import Stream
-from trainers.settings import PPOSettings, TrainerSettings
+from trainers.settings import AdvantageNormalization, PPOSettings, TrainerSettings
 
 
 class _SharedCritic(torch.nn.Module):
@@ -174,8 +174,9 @@ class PPO(Learner[PPOSettings]):
         learning_rate, beta, epsilon = self.schedules(step)
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
-        batch = self.buffer.to_batch(self.device)
         hp = self.hyperparameters
+        per_minibatch = hp.advantage_normalization == AdvantageNormalization.MINIBATCH
+        batch = self.buffer.to_batch(self.device, normalize_advantages=not per_minibatch)
         policy_losses, value_losses = [], []
         signal_stats: dict[str, list[float]] = {}
         with self.policy.training():
@@ -183,6 +184,8 @@ class PPO(Learner[PPOSettings]):
                 len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
             ):
                 minibatch = batch.take(rows)
+                if per_minibatch:
+                    minibatch = minibatch.with_normalized_advantages()
                 policy_loss, value_loss = self._minibatch_step(minibatch, beta, epsilon)
                 policy_losses.append(policy_loss)
                 value_losses.append(value_loss)

@@ -25,6 +25,7 @@ import torch
 from torch import Tensor
 
 from processors.trajectory import Trajectory
+from trainers.ppo.maths import normalized_advantages
 from trainers.reward_signals.base import SignalBatch
 
 
@@ -36,13 +37,17 @@ class PPOBatch(NamedTuple):
     continuous_actions: Tensor  # [B, c]
     discrete_actions: Tensor  # [B, b] int64
     old_log_probs: Tensor  # [B, c + b] per continuous dimension, then per discrete branch
-    advantages: Tensor  # [B] summed over reward signals, normalised over the buffer
+    advantages: Tensor  # [B] summed over reward signals, normalised over the buffer (unless per minibatch)
     returns: Tensor  # [B, S] lambda-returns per reward signal
     loss_masks: Tensor | None  # [B] bool, False on padding rows (None: no padding, not recurrent)
     memories: Tensor  # [B, k] actor memory (read at each sequence's first row; [B, 0] without)
     critic_memories: Tensor  # [B, k'] critic memory, likewise
     next_obs: tuple[Tensor, ...]  # one [B, *shape] per sensor, kept for reward signals that train (else empty)
     dones: Tensor  # [B] float32, 1 where the agent's episode ended with the step (reward signals' input)
+
+    def with_normalized_advantages(self) -> PPOBatch:
+        """This batch with its advantages normalised over its own real rows (per minibatch)."""
+        return self._replace(advantages=normalized_advantages(self.advantages, self.loss_masks))
 
     def take(self, index: Tensor) -> PPOBatch:
         """The samples at ``index`` ([B'] int64)."""
@@ -233,7 +238,8 @@ class UpdateBuffer:
 
     def to_batch(self, device: torch.device, normalize_advantages: bool = True) -> PPOBatch:
         """Everything in the buffer as tensors on ``device`` (advantages normalised to
-        zero mean and unit variance over the buffer, as ML-Agents does)."""
+        zero mean and unit variance over the buffer, as ML-Agents does, unless
+        ``normalize_advantages`` is False: the update normalises each minibatch instead)."""
         n = self._size
         arrays = self._arrays
         advantages = arrays.advantages[:n]

@@ -41,6 +41,17 @@ def gae(
     return advantages.astype(np.float32), (advantages + values).astype(np.float32)
 
 
+def normalized_advantages(advantages: Tensor, mask: Tensor | None = None) -> Tensor:
+    """``advantages`` [B] at zero mean and unit (population) variance over the rows ``mask``
+    keeps (None: all), with padding rows set to 0; a single row is left as it is. Stable-Baselines3's
+    per-minibatch normalisation (the buffer's own is in ``PPOBuffer.to_batch``)."""
+    real = advantages if mask is None else advantages[mask]
+    if real.numel() < 2:
+        return advantages
+    normalized = (advantages - real.mean()) / (real.std(correction=0) + 1e-10)
+    return normalized if mask is None else torch.where(mask, normalized, torch.zeros_like(normalized))
+
+
 def clipped_surrogate_loss(
     log_probs: Tensor, old_log_probs: Tensor, advantages: Tensor, epsilon: float, mask: Tensor | None = None
 ) -> Tensor:

@@ -21,6 +21,7 @@ from trainers.settings.overrides import CLI_DESTS, IGNORED_DESTS, apply_cli_over
 from trainers.settings.schema import (
     AUTO_DEVICE,
     Activation,
+    AdvantageNormalization,
     BehavioralCloningSettings,
     CheckpointSettings,
     CompletionCriteria,
@@ -72,6 +73,7 @@ __all__ = [
     "CLI_DESTS",
     "IGNORED_DESTS",
     "Activation",
+    "AdvantageNormalization",
     "AlgorithmRecord",
     "BehavioralCloningSettings",
     "CheckpointSettings",

@@ -80,6 +80,15 @@ class Activation(enum.StrEnum):
     RELU = "relu"
 
 
+class AdvantageNormalization(enum.StrEnum):
+    """Over which samples PPO's and POCA's advantages are brought to zero mean and unit variance:
+    the update's whole buffer (ML-Agents) or each minibatch on its own (Stable-Baselines3). An
+    agents-learn key."""
+
+    BUFFER = "buffer"
+    MINIBATCH = "minibatch"
+
+
 class RewardSignalType(enum.StrEnum):
     """Keys of ``reward_signals``. A StrEnum, so ``signals["extrinsic"]`` works too."""
 
@@ -165,6 +174,9 @@ class POCASettings(Hyperparameters):
     _epsilon_floor: float | None = attrs.field(default=None, alias="epsilon_floor", metadata={NEWER_KEY: True})
     _max_grad_norm: float | None = attrs.field(default=None, alias="max_grad_norm", metadata={NEWER_KEY: True})
     _adam_epsilon: float | None = attrs.field(default=None, alias="adam_epsilon", metadata={NEWER_KEY: True})
+    _advantage_normalization: AdvantageNormalization | None = attrs.field(
+        default=None, alias="advantage_normalization", metadata={NEWER_KEY: True}
+    )
 
     @property
     def epsilon_floor(self) -> float:
@@ -181,6 +193,11 @@ class POCASettings(Hyperparameters):
     def adam_epsilon(self) -> float:
         """Adam's epsilon: torch's and ML-Agents' 1e-8 unless set (SB3's PPO: 1e-5)."""
         return DEFAULT_ADAM_EPSILON if self._adam_epsilon is None else self._adam_epsilon
+
+    @property
+    def advantage_normalization(self) -> AdvantageNormalization:
+        """Over the update's buffer (ML-Agents') unless set (SB3's PPO: per minibatch)."""
+        return self._advantage_normalization or AdvantageNormalization.BUFFER
 
 
 @attrs.frozen(kw_only=True)
