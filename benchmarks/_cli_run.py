@@ -1,5 +1,6 @@
 """One training run of ``agents-learn`` in a subprocess, as a user starts it, for the benchmarks
-that read its console line by line (``simple_spread.py``, ``connect_four_vs_random.py``).
+that read its console line by line (``simple_spread.py``, ``connect_four_vs_random.py``,
+``lunarlander_seeds.py``), and the ``--inference`` session that evaluates what it trained.
 
 One torch thread (``OMP_NUM_THREADS=1``), unbuffered output; the run is killed if reading it
 fails, since its results folder is usually a temporary one about to be removed.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -37,6 +39,10 @@ def with_max_steps(config: Path, max_steps: int | None, folder: Path) -> Path:
     return copy
 
 
+def _environ() -> dict[str, str]:
+    return dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+
+
 def run_cli(config: Path, *, run_id: str, seed: int, results: Path, on_line: Callable[[str], None]) -> CliRun:
     """Train with ``config`` into ``results``, handing every console line to ``on_line``.
     Raises RuntimeError with the last lines when the run fails."""
@@ -49,10 +55,9 @@ def run_cli(config: Path, *, run_id: str, seed: int, results: Path, on_line: Cal
         f"--seed={seed}",
         f"--results-dir={results}",
     ]
-    environ = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
     start = time.monotonic()
     process = subprocess.Popen(
-        command, cwd=REPO, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command, cwd=REPO, env=_environ(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     assert process.stdout is not None
     tail: list[str] = []
@@ -69,3 +74,43 @@ def run_cli(config: Path, *, run_id: str, seed: int, results: Path, on_line: Cal
     if process.returncode != 0:
         raise RuntimeError(f"{config.name} seed {seed} failed (rc {process.returncode}):\n{''.join(tail)}")
     return CliRun(" ".join(command), round(wall, 1))
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    mean_return: float
+    episodes: int
+    command: str
+
+
+EVALUATION = re.compile(r"(\S+): mean return (-?\d+(?:\.\d+)?) over (\d+) episodes \(--inference\)")
+
+
+def evaluate_cli(
+    config: Path, *, run_id: str, results: Path, behavior: str, seconds: float, deterministic: bool = True
+) -> Evaluation:
+    """Act with the trained run's saved policy (``--inference``, ``--deterministic`` by default,
+    as RL Zoo's published figures are taken) for ``seconds``, then stop it as a user does
+    (Ctrl-C) and read the mean return it prints over the episodes it finished."""
+    command = [
+        sys.executable,
+        "-m",
+        "orchestration.cli",
+        str(config),
+        f"--run-id={run_id}",
+        f"--results-dir={results}",
+        "--inference",
+        *(["--deterministic"] if deterministic else []),
+    ]
+    process = subprocess.Popen(
+        command, cwd=REPO, env=_environ(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        out, _ = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=60)
+    found = {m.group(1): m for m in EVALUATION.finditer(out)}
+    if behavior not in found:
+        raise RuntimeError(f"{run_id}: no mean return for {behavior} (rc {process.returncode}):\n{out[-2000:]}")
+    return Evaluation(float(found[behavior].group(2)), int(found[behavior].group(3)), " ".join(command))
