@@ -9,6 +9,7 @@ fails, since its results folder is usually a temporary one about to be removed.
 from __future__ import annotations
 
 import os
+import platform
 import re
 import signal
 import subprocess
@@ -37,6 +38,20 @@ def with_max_steps(config: Path, max_steps: int | None, folder: Path) -> Path:
     copy = folder / f"{config.stem}-{max_steps}.yaml"
     copy.write_text(text)
     return copy
+
+
+def machine() -> dict[str, object]:
+    """What the figures were measured on: CPUs, the CPU's model and torch's kernel level."""
+    import torch
+
+    cpuinfo = Path("/proc/cpuinfo")
+    models = re.findall(r"model name\s*: (.*)", cpuinfo.read_text()) if cpuinfo.exists() else []
+    return {
+        "cpus": os.cpu_count(),
+        "cpu": models[0] if models else platform.processor(),
+        "python": platform.python_version(),
+        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
+    }
 
 
 def _environ() -> dict[str, str]:

@@ -22,6 +22,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _cli_run import machine
+
 REPO = Path(__file__).resolve().parents[1]
 SUMMARY = re.compile(r"Step: (\d+)\..*Agent Steps/s: (\d+(?:\.\d+)?)")
 
@@ -54,7 +56,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=400_000)
     args = parser.parse_args()
     results = [acting_rate(copies, args.steps, args.steps // 8) for copies in args.copies]
-    print(json.dumps({"benchmark": "gymnasium_acting", "env": "CartPole-v1", "results": results}))
+    report = {"benchmark": "gymnasium_acting", "env": "CartPole-v1", "machine": machine(), "results": results}
+    print(json.dumps(report))
 
 
 if __name__ == "__main__":

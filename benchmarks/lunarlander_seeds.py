@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _cli_run import evaluate_cli, run_cli, with_max_steps
+from _cli_run import evaluate_cli, machine, run_cli, with_max_steps
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config/gymnasium/ppo/LunarLander.yaml"
@@ -122,7 +122,8 @@ def main() -> None:
         for variant in args.variants:
             runs.append(measure(variant, seed, args.max_steps, args.eval_seconds))
             print(json.dumps({k: v for k, v in runs[-1].items() if k != "curve"}), file=sys.stderr)
-            result = {"settings": vars(args) | {"out": str(args.out)}, "summary": summarize(runs), "runs": runs}
+            settings = vars(args) | {"out": str(args.out)}
+            result = {"machine": machine(), "settings": settings, "summary": summarize(runs), "runs": runs}
             if args.out is not None:
                 args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))

@@ -39,6 +39,14 @@ from trainers.settings import NetworkSettings, SACSettings, TrainerSettings  # n
 SETTINGS = {
     "3dball": {"batch_size": 64, "hidden_units": 64, "num_layers": 2, "obs": 8, "continuous": 2},
     "walker": {"batch_size": 256, "hidden_units": 256, "num_layers": 3, "obs": 243, "continuous": 39},
+    "pendulum": {
+        "batch_size": 256,
+        "hidden_units": 256,
+        "num_layers": 2,
+        "obs": 3,
+        "continuous": 1,
+        "normalize": False,
+    },
     "hybrid_test": {
         "batch_size": 256,
         "hidden_units": 16,
