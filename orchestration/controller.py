@@ -70,7 +70,8 @@ class TrainerController:
     ``run_dir``: ``results/<run-id>``. ``resume``: each trainer continues from its
     ``checkpoint.pt`` (a behavior without one starts fresh, with a warning). ``inference``:
     no trainer is advanced and nothing is saved; each behavior acts with its checkpoint's
-    policy, counting steps on from the checkpoint's, until ``stop`` is set (as mlagents-learn:
+    policy, counting steps on from the checkpoint's (without one, with ``--initialize-from``'s
+    weights, else untrained, with a warning), until ``stop`` is set (as mlagents-learn:
     ``max_steps`` does not end it).
     ``stop``: set it (Ctrl-C handler) to end the run cleanly. ``on_started`` is called once,
     when the first trainer exists (its checkpoint, if resumed, loaded): from then on the run
@@ -212,22 +213,21 @@ class TrainerController:
             learner = GhostTrainer(
                 trainer=wrapped, controller=self.ghost_controller, seed=self.seed, status=self.status
             )
-        if self.resume or self.inference:
-            if checkpoints.latest_path.exists():
-                learner.resume(replay_buffer=not self.inference)
-                logger.info("Resuming %s from step %d (%s)", name, learner.step, checkpoints.latest_path)
-            elif self.resume:
-                logger.warning("Behavior %s has no checkpoint in %s; it starts from scratch.", name, self.run_dir)
-            else:
-                logger.warning(
-                    "Behavior %s has no checkpoint in %s; --inference acts with an untrained "
-                    "policy (add --resume to a finished run's id).",
-                    name,
-                    self.run_dir,
-                )
-        elif settings.init_path is not None:
+        if (self.resume or self.inference) and checkpoints.latest_path.exists():
+            learner.resume(replay_buffer=not self.inference)
+            logger.info("Resuming %s from step %d (%s)", name, learner.step, checkpoints.latest_path)
+        elif settings.init_path is not None and not self.resume:  # --inference of a new run id too
             learner.initialize_from(settings.init_path)
             logger.info("Initialized %s from %s", name, settings.init_path)
+        elif self.resume:
+            logger.warning("Behavior %s has no checkpoint in %s; it starts from scratch.", name, self.run_dir)
+        elif self.inference:
+            logger.warning(
+                "Behavior %s has no checkpoint in %s; --inference acts with an untrained policy "
+                "(is --run-id a trained run's? --initialize-from names another run to act with)",
+                name,
+                self.run_dir,
+            )
         trainer: Trainer | GhostTrainer | InferenceTrainer = InferenceTrainer(wrapped) if self.inference else learner
         reporter.add_property(StatsProperty.HYPERPARAMETERS, settings)
         reporter.add_property(StatsProperty.IS_TRAINING, not self.inference)

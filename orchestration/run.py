@@ -423,17 +423,9 @@ def prepare_run_dir(options: RunOptions) -> Path:
     """The run's folder, checked (:func:`check_run_dir`), emptied for --force, with run_logs/."""
     cp = options.checkpoint_settings
     run_dir = Path(cp.write_path)
-    exists = check_run_dir(options)
-    if exists and not (cp.resume or cp.inference):
+    if check_run_dir(options) and not (cp.resume or cp.inference):
         logger.warning("--force: deleting the previous results in %s", run_dir)
         shutil.rmtree(run_dir)
-    if cp.inference and not exists and cp.initialize_from is None:
-        # as mlagents-learn, it runs; a mistyped run id should not pass for a trained policy's score
-        logger.warning(
-            "--inference: run %r has no saved policy (%s is not a run's folder); acting with newly initialised weights",
-            cp.run_id,
-            run_dir,
-        )
     (run_dir / "run_logs").mkdir(parents=True, exist_ok=True)
     return run_dir
 

@@ -85,25 +85,3 @@ def test_plugins_are_loaded(tmp_path):
     line = one_line_error(result)
     assert "stats writer plugin 'dash' (broken:writers)" in line and "failed to load" in line
     assert "ModuleNotFoundError" in line
-
-
-def test_inference_of_a_run_that_is_not_there_warns_that_it_acts_with_new_weights(tmp_path, caplog):
-    """As mlagents-learn, ``--inference`` of a new run id runs; a mistyped id says so rather than
-    passing a new policy's return for the trained one's."""
-    from orchestration.run import prepare_run_dir
-
-    options = load_run_options(basic_config(tmp_path, 1000))
-
-    def inference_of(run_id: str):
-        overrides = {"run_id": run_id, "results_dir": str(tmp_path / "results"), "inference": True}
-        return apply_cli_overrides(options, overrides)
-
-    trained = tmp_path / "results/trained"
-    (trained / "Basic").mkdir(parents=True)
-    with caplog.at_level("WARNING"):
-        prepare_run_dir(inference_of("trained"))
-        assert not caplog.records
-        prepare_run_dir(inference_of("trainde"))
-    assert (
-        "--inference: run 'trainde' has no saved policy" in caplog.text and "newly initialised weights" in caplog.text
-    )

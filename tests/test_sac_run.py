@@ -1,6 +1,7 @@
 """SAC through the public wiring: a run trains and saves its replay buffer with the checkpoint,
 ``--resume`` continues with that buffer, ``--inference`` acts with the trained policy and writes
-nothing, and ``--initialize-from`` starts a new run from its weights."""
+nothing, and ``--initialize-from`` starts a new run from its weights (or gives ``--inference``
+under a new run id its policy)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ class StopAfterSummaries(StatsWriter):
             self.stop.set()
 
 
-def test_train_resume_inference_and_initialize_from(tmp_path):
+def test_train_resume_inference_and_initialize_from(tmp_path, caplog):
     outcome = train(options_for(tmp_path, 2_000), env_factory=make_basic, console=False)
     assert outcome.steps["Basic"] >= 2_000
     folder = tmp_path / "sac" / "Basic"
@@ -86,3 +87,12 @@ def test_train_resume_inference_and_initialize_from(tmp_path):
     options = attrs.evolve(options, checkpoint_settings=attrs.evolve(options.checkpoint_settings, run_id="sac-init"))
     train(options, env_factory=make_basic, console=False)
     assert (tmp_path / "sac-init" / "Basic.onnx").exists()
+
+    # --inference under a new run id acts with --initialize-from's weights (it used to act untrained)
+    options = options_for(tmp_path, 3_000, inference=True, initialize_from="sac")
+    options = attrs.evolve(options, checkpoint_settings=attrs.evolve(options.checkpoint_settings, run_id="watch"))
+    watcher = StopAfterSummaries(1)
+    with caplog.at_level("INFO"):
+        train(options, env_factory=make_basic, console=False, writers=[watcher], stop=watcher.stop)
+    assert f"Initialized Basic from {tmp_path / 'sac' / 'Basic'}" in caplog.text, caplog.text
+    assert "untrained" not in caplog.text
