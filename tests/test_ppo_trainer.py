@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from unittest.mock import patch
 
 import attrs
 import numpy as np
@@ -421,3 +422,19 @@ def test_registry_loads_algorithm_records_from_plugins(tmp_path, monkeypatch):
         device="cpu",
     )
     assert type(trainer.algorithm).__name__ == "RecordPPO"
+
+
+def test_the_critic_reads_the_actors_normalisers_updated_once_per_trajectory():
+    """ML-Agents updates a PPO critic's normalisers with the same observations as the actor's,
+    so they always agree: the critic reads the actor's (one update per trajectory), and a
+    checkpoint still holds the critic's keys, with the actor's statistics."""
+    ppo = PPO(behavior_name="Walker", behavior_spec=SPEC, settings=settings(), stats_reporter=StatsReporter("W"))
+    actor_norm = ppo.policy.actor.encoder.inputs[0].normalizer
+    assert ppo.critic.encoder.inputs[0].normalizer is actor_norm
+    calls = []
+    update = type(actor_norm).update
+    with patch.object(type(actor_norm), "update", lambda self, x: (calls.append(self), update(self, x))):
+        ppo.add(trajectory(1))
+    assert calls == [actor_norm] and int(actor_norm.count) > 0
+    critic_state = ppo.critic.state_dict()
+    assert torch.equal(critic_state["encoder.inputs.0.normalizer.mean"], actor_norm.mean)

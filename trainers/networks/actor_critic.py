@@ -568,6 +568,21 @@ class ObservationEncoder(nn.Module):
             if isinstance(encoder, _VectorInput) and encoder.normalizer is not None:
                 encoder.normalizer.update(x)
 
+    def read_normalizers_of(self, other: ObservationEncoder) -> None:
+        """Normalise with ``other``'s vector normalisers (the same modules) wherever both
+        normalise the same observation. ML-Agents updates a PPO critic's normalisers with the
+        same observations as the actor's, so theirs always hold the same statistics: shared, one
+        update per trajectory serves both (the critic's checkpoint keys stay)."""
+        for mine, theirs in zip(self.inputs, other.inputs):
+            if (
+                isinstance(mine, _VectorInput)
+                and isinstance(theirs, _VectorInput)
+                and mine.normalizer is not None
+                and theirs.normalizer is not None
+                and mine.output_size == theirs.output_size
+            ):
+                mine.normalizer = theirs.normalizer
+
 
 # ---------------------------------------------------------------- recurrent memory
 

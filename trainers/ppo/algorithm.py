@@ -21,7 +21,7 @@ sequence_length`` per minibatch), with padding masked out of every loss.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -75,9 +75,6 @@ class _SharedCritic(torch.nn.Module):
         features, memories_out = self.features(obs, memories, sequence_length)
         return self.value_heads(features), memories_out
 
-    def update_normalization(self, obs: Sequence[torch.Tensor | np.ndarray]) -> None:
-        """The actor's normaliser is the shared one; the policy updates it."""
-
 
 class PPO(Learner[PPOSettings]):
     """Proximal Policy Optimization for one behavior (an :class:`trainers.loop.algorithm.Algorithm`)."""
@@ -113,6 +110,7 @@ class PPO(Learner[PPOSettings]):
             self.critic = Critic(
                 behavior_spec.observation_specs, settings.network_settings, self.stream_names, generator=generator
             )
+            self.critic.encoder.read_normalizers_of(self.policy.actor.encoder)
         self.critic.to(self.device)
         parameters = {id(p): p for p in [*self.policy.actor.parameters(), *self.critic.parameters()]}
         self.optimizer = adam(parameters.values(), hyperparameters.learning_rate, epsilon=hyperparameters.adam_epsilon)
@@ -134,8 +132,7 @@ class PPO(Learner[PPOSettings]):
     def add(self, trajectory: Trajectory) -> None:
         obs_with_next = [np.concatenate([o, n[None]]) for o, n in zip(trajectory.obs, trajectory.next_obs)]
         if self.settings.network_settings.normalize:
-            self.policy.update_normalization(trajectory.obs)
-            self.critic.update_normalization(trajectory.obs)
+            self.policy.update_normalization(trajectory.obs)  # the critic reads the actor's normalisers
         critic_memories = None
         with torch.no_grad():
             if self.critic.memory_size:
