@@ -3,7 +3,7 @@ settings, per task and seed. Prints JSON (and writes it to ``--out`` after every
 
 Trainers: ``ours`` (the configuration as it is), ``sb3``, and two with ML-Agents' choices, the
 configuration without the keys agents-learn has beyond ML-Agents' (``OWN_KEYS``: ``activation``,
-``max_grad_norm``, ``adam_epsilon``, ``epsilon_floor``): ``ours-mlagents`` (agents-learn) and
+``max_grad_norm``, ``adam_epsilon``, ``epsilon_floor``, ``advantage_normalization``): ``ours-mlagents`` (agents-learn) and
 ``mlagents`` (ML-Agents 0.28's own ``mlagents-learn`` trainers through
 ``benchmarks/_mlagents_builtin_learn.py``, our Gymnasium adapter as its environment, in its
 process; ``--mlagents-python``, a scratch venv as ``benchmarks/mlagents_sac_anchor.py`` sets it
@@ -70,7 +70,10 @@ TRAINERS = ("ours", "sb3", "ours-mlagents", "mlagents")
 SUMMARY = re.compile(r"\. Step: (\d+)\. Time Elapsed: ([\d.]+) s\. (?:Mean Reward: (-?\d+(?:\.\d+)?)|No episode)")
 # The keys agents-learn has beyond ML-Agents' (docs/gymnasium.md); without them a configuration
 # trains with ML-Agents' choices, as mlagents-learn reads it.
-OWN_KEYS = {"hyperparameters": ("epsilon_floor", "max_grad_norm", "adam_epsilon"), "network_settings": ("activation",)}
+OWN_KEYS = {
+    "hyperparameters": ("epsilon_floor", "max_grad_norm", "adam_epsilon", "advantage_normalization"),
+    "network_settings": ("activation",),
+}
 
 
 @dataclass(frozen=True)
