@@ -34,7 +34,9 @@ checkouts compiled before the first run), as an installed package's runs do, wha
 ``PYTHONDONTWRITEBYTECODE`` says here.
 
 Prints one JSON document: machine, settings and, per step cost, each measurement's median and
-runs (seconds), env steps per run, ``agents_learn_over_floor`` and
+runs (seconds), ``cpu_s`` (the same for the CPU seconds, user and system, of the process and
+the build it waited for: on a shared VM they move far less than the wall time, so a change to
+our per-step work shows there first), env steps per run, ``agents_learn_over_floor`` and
 ``mlagents_over_agents_learn`` (of the medians). The issue's targets: agents-learn at most 1.5x
 the floor and at least 4x faster than mlagents-learn with the plain stand-in; within 1.15x of the
 floor with a 2 ms step. The issue measured 4.4-4.8 s (floor), 10.5 s (agents-learn) and 25.5 s
@@ -51,6 +53,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -138,14 +141,21 @@ def compile_checkout(python: str, repo: Path, env: dict[str, str]) -> None:
     subprocess.run([python, "-m", "compileall", "-q", *packages], env=env, check=True, capture_output=True)
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, str]:
-    """Seconds a whole process took, and its output; raises if it failed."""
-    start = time.perf_counter()
+def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Seconds a whole process took, the CPU seconds (user + system) it and the processes it
+    waited for (the build) used, and its output; raises if it failed. The CPU seconds move far
+    less from run to run than the wall time on a shared machine."""
+    start, used = time.perf_counter(), _children_cpu()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, _children_cpu() - used
     if done.returncode != 0:
         raise RuntimeError(f"{command[:3]} exited {done.returncode}:\n{(done.stdout + done.stderr)[-3000:]}")
-    return seconds, done.stdout
+    return seconds, cpu, done.stdout
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def env_steps_of(run_dir: Path) -> int | None:
@@ -194,16 +204,18 @@ def measure(args: argparse.Namespace, folder: Path, config: Path, sleep_ms: floa
     )
     results = folder / "results"
     seconds: dict[str, list[float]] = {"floor": [], "agents_learn": [], "baseline": [], "mlagents_learn": []}
+    cpu: dict[str, list[float]] = {key: [] for key in seconds}
     env_steps: dict[str, list[int | None]] = {key: [] for key in seconds}
     onnx: list[bool] = []
     env = bytecode_env(folder / "pycache")
     for repeat in range(args.repeats):
-        s, out = timed(
+        s, c, out = timed(
             [sys.executable, str(Path(__file__).resolve()), "--floor", launcher, "--steps", str(args.steps)],
             REPO,
             env,
         )
         seconds["floor"].append(s)
+        cpu["floor"].append(c)
         env_steps["floor"].append(json.loads(out.splitlines()[-1])["env_steps"])
 
         for key, repo in (("agents_learn", args.repo), ("baseline", args.baseline)):
@@ -211,14 +223,18 @@ def measure(args: argparse.Namespace, folder: Path, config: Path, sleep_ms: floa
                 continue
             run_id = f"{key}-{sleep_ms:g}-{repeat}"
             command = [args.python, "-m", "orchestration.cli", *trainer_args(config, launcher, results, run_id)]
-            s, _ = timed(command, repo, dict(env, PYTHONPATH=str(repo)))
+            s, c, _ = timed(command, repo, dict(env, PYTHONPATH=str(repo)))
             seconds[key].append(s)
+            cpu[key].append(c)
             env_steps[key].append(env_steps_of(results / run_id))
 
         if args.mlagents:
             run_id = f"mlagents-{sleep_ms:g}-{repeat}"
             python = str(Path(args.mlagents).parent / "python")
-            s, _ = timed([python, "-c", MLAGENTS_MAIN, *trainer_args(config, launcher, results, run_id)], folder, env)
+            s, c, _ = timed(
+                [python, "-c", MLAGENTS_MAIN, *trainer_args(config, launcher, results, run_id)], folder, env
+            )
+            cpu["mlagents_learn"].append(c)
             if not (results / run_id / BEHAVIOR / "checkpoint.pt").is_file():
                 raise RuntimeError(f"mlagents-learn wrote no {results / run_id / BEHAVIOR / 'checkpoint.pt'}")
             seconds["mlagents_learn"].append(s)
@@ -231,6 +247,7 @@ def measure(args: argparse.Namespace, folder: Path, config: Path, sleep_ms: floa
     return {
         "step_sleep_ms": sleep_ms,
         **{f"{k}_s": summary(v) for k, v in seconds.items()},
+        "cpu_s": {k: summary(v) for k, v in cpu.items() if v},
         "agents_learn_over_floor": ratio(seconds["agents_learn"], seconds["floor"]),
         "baseline_over_floor": ratio(seconds["baseline"], seconds["floor"]),
         "mlagents_over_agents_learn": ratio(seconds["mlagents_learn"], seconds["agents_learn"]),
