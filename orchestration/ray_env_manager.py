@@ -94,7 +94,7 @@ class _Runner:
     sent_at: float
     node: Any = None  # ObjectRef of the id of the node it runs on
     stepped: bool = False  # has returned env steps (a failure after that is retried)
-    placed: bool = False  # its node has been logged
+    placed: bool = False  # it has returned steps, and its node has been logged
     reset_pending: bool = False
 
 
@@ -342,6 +342,13 @@ class RayEnvManager:
             self._closed = True  # (never joined: any Ray call now would start a local cluster)
             return
         self._closed = True
+        idle = [f"runner[{i}] (generation {r.generation})" for i, r in self.runners.items() if not r.placed]
+        if idle:  # the run trains on whichever runner is ready: a short one can end before one starts
+            logger.warning(
+                "Env %s returned no steps before the run ended (still starting: a run shorter "
+                "than a runner's start-up, or a slow node)",
+                ", ".join(idle),
+            )
         closing = [runner.actor.close.remote() for runner in self.runners.values()]
         try:
             ray.wait(closing, num_returns=len(closing), timeout=10.0)

@@ -78,6 +78,38 @@ def test_a_runner_makes_the_env_managers_trajectories_and_stats_exactly():
     runner.close()
 
 
+def test_closing_names_the_runners_that_never_returned_steps(monkeypatch, caplog):
+    """The manager trains on whichever runner is ready, so a short run can end before a runner
+    has started (CI, stop 49): closing says which runners never stepped."""
+    import ray
+
+    from orchestration import ray_env_manager
+
+    class Actor:
+        class close:  # noqa: N801 - as a Ray actor's method handle
+            @staticmethod
+            def remote() -> object:
+                return object()
+
+    manager = ray_env_manager.RayEnvManager(
+        EnvLaunch(env_path="builtin:Basic", seed=1), 3, lambda *_: None, address="local", policy_seed=0
+    )
+    manager._started = True
+    manager.runners = {
+        0: ray_env_manager._Runner(Actor(), 0, None, 0.0, placed=True),
+        1: ray_env_manager._Runner(Actor(), 2, None, 0.0),
+        2: ray_env_manager._Runner(Actor(), 0, None, 0.0, placed=True),
+    }
+    monkeypatch.setattr(ray, "is_initialized", lambda: True)
+    monkeypatch.setattr(ray, "wait", lambda refs, **_: (refs, []))
+    monkeypatch.setattr(ray, "kill", lambda actor, no_restart: None)
+    with caplog.at_level("WARNING"):
+        manager.close()
+    (record,) = caplog.records
+    assert record.getMessage().startswith("Env runner[1] (generation 2) returned no steps before the run ended")
+    assert not manager.runners
+
+
 def test_refusals_before_any_work(tmp_path):
     registry = TrainerRegistry.with_plugins()
 
