@@ -28,16 +28,22 @@ class CliRun:
     wall_s: float  # the subprocess, start to exit
 
 
+def edited_copy(config: Path, pattern: str, replacement: str, folder: Path, name: str) -> Path:
+    """A copy of ``config`` in ``folder`` named ``name`` with the one match of ``pattern``
+    replaced (``re.sub`` syntax); raises when ``pattern`` does not match exactly once."""
+    text, count = re.subn(pattern, replacement, config.read_text())
+    if count != 1:
+        raise RuntimeError(f"{config}: expected one match of {pattern!r}, found {count}")
+    copy = folder / name
+    copy.write_text(text)
+    return copy
+
+
 def with_max_steps(config: Path, max_steps: int | None, folder: Path) -> Path:
     """``config``, or a copy of it in ``folder`` with ``max_steps`` changed (quick checks)."""
     if max_steps is None:
         return config
-    text, count = re.subn(r"max_steps: \d+", f"max_steps: {max_steps}", config.read_text())
-    if count != 1:
-        raise RuntimeError(f"{config}: expected one max_steps line, found {count}")
-    copy = folder / f"{config.stem}-{max_steps}.yaml"
-    copy.write_text(text)
-    return copy
+    return edited_copy(config, r"max_steps: \d+", f"max_steps: {max_steps}", folder, f"{config.stem}-{max_steps}.yaml")
 
 
 def machine() -> dict[str, object]:
@@ -54,26 +60,23 @@ def machine() -> dict[str, object]:
     }
 
 
-def _environ() -> dict[str, str]:
-    return dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+def _start_cli(config: Path, run_id: str, results: Path, *flags: str) -> tuple[list[str], subprocess.Popen[str]]:
+    """``python -m orchestration.cli CONFIG --run-id --results-dir FLAGS`` from the repository,
+    one torch thread, unbuffered, its output (stderr too) on a pipe."""
+    command = [sys.executable, "-m", "orchestration.cli", str(config), f"--run-id={run_id}", f"--results-dir={results}"]
+    command += flags
+    environ = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    process = subprocess.Popen(
+        command, cwd=REPO, env=environ, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    return command, process
 
 
 def run_cli(config: Path, *, run_id: str, seed: int, results: Path, on_line: Callable[[str], None]) -> CliRun:
     """Train with ``config`` into ``results``, handing every console line to ``on_line``.
     Raises RuntimeError with the last lines when the run fails."""
-    command = [
-        sys.executable,
-        "-m",
-        "orchestration.cli",
-        str(config),
-        f"--run-id={run_id}",
-        f"--seed={seed}",
-        f"--results-dir={results}",
-    ]
     start = time.monotonic()
-    process = subprocess.Popen(
-        command, cwd=REPO, env=_environ(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+    command, process = _start_cli(config, run_id, results, f"--seed={seed}")
     assert process.stdout is not None
     tail: list[str] = []
     try:
@@ -107,18 +110,8 @@ def evaluate_cli(
     """Act with the trained run's saved policy (``--inference``, ``--deterministic`` by default,
     as RL Zoo's published figures are taken) for ``seconds``, then stop it as a user does
     (Ctrl-C) and read the mean return it prints over the episodes it finished."""
-    command = [
-        sys.executable,
-        "-m",
-        "orchestration.cli",
-        str(config),
-        f"--run-id={run_id}",
-        f"--results-dir={results}",
-        "--inference",
-        *(["--deterministic"] if deterministic else []),
-    ]
-    process = subprocess.Popen(
-        command, cwd=REPO, env=_environ(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    command, process = _start_cli(
+        config, run_id, results, "--inference", *(["--deterministic"] if deterministic else [])
     )
     try:
         out, _ = process.communicate(timeout=seconds)

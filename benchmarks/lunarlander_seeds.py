@@ -36,7 +36,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from _cli_run import evaluate_cli, machine, run_cli, with_max_steps
+from _cli_run import edited_copy, evaluate_cli, machine, run_cli, with_max_steps
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "config/gymnasium/ppo/LunarLander.yaml"
@@ -52,12 +52,7 @@ def variant_config(variant: str, max_steps: int | None, folder: Path) -> Path:
     key = VARIANTS[variant]
     if key is None:
         return config
-    text, count = re.subn(r"(\n    hyperparameters:\n)", rf"\g<1>      {key}\n", config.read_text())
-    if count != 1:
-        raise RuntimeError(f"{config}: expected one hyperparameters section")
-    copy = folder / f"{variant}.yaml"
-    copy.write_text(text)
-    return copy
+    return edited_copy(config, r"(\n    hyperparameters:\n)", rf"\g<1>      {key}\n", folder, f"{variant}.yaml")
 
 
 def measure(variant: str, seed: int, max_steps: int | None, eval_seconds: float) -> dict[str, Any]:

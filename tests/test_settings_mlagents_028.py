@@ -66,6 +66,15 @@ NEWER_PATHS = {
     "engine_settings.no_graphics_monitor",
 }
 
+# Every PPO key newer than 0.28, set away from its default.
+NEWER_PPO_KEYS: dict[str, Any] = {
+    "shared_critic": True,
+    "epsilon_floor": 0.0,
+    "max_grad_norm": 0.5,
+    "adam_epsilon": 1e-5,
+    "advantage_normalization": "minibatch",
+}
+
 
 def config_id(path: Path) -> str:
     return f"{path.parent.name}/{path.name}"
@@ -218,13 +227,7 @@ def test_newer_keys_set_in_python_are_kept(tmp_path: Path) -> None:
         behaviors={
             "B": TrainerSettings(
                 even_checkpoints=True,
-                hyperparameters=PPOSettings(
-                    shared_critic=True,
-                    epsilon_floor=0.0,
-                    max_grad_norm=0.5,
-                    adam_epsilon=1e-5,
-                    advantage_normalization="minibatch",
-                ),
+                hyperparameters=PPOSettings(**NEWER_PPO_KEYS),
                 network_settings=NetworkSettings(activation="tanh"),
             )
         },
@@ -248,13 +251,7 @@ def _everything() -> RunOptions:
     }
     ppo = TrainerSettings(
         even_checkpoints=True,
-        hyperparameters=PPOSettings(
-            shared_critic=True,
-            epsilon_floor=0.0,
-            max_grad_norm=0.5,
-            adam_epsilon=1e-5,
-            advantage_normalization="minibatch",
-        ),
+        hyperparameters=PPOSettings(**NEWER_PPO_KEYS),
         network_settings=net,
         reward_signals=signals,
         init_path="x.pt",
