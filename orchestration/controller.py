@@ -213,21 +213,7 @@ class TrainerController:
             learner = GhostTrainer(
                 trainer=wrapped, controller=self.ghost_controller, seed=self.seed, status=self.status
             )
-        if (self.resume or self.inference) and checkpoints.latest_path.exists():
-            learner.resume(replay_buffer=not self.inference)
-            logger.info("Resuming %s from step %d (%s)", name, learner.step, checkpoints.latest_path)
-        elif settings.init_path is not None and not self.resume:  # --inference of a new run id too
-            learner.initialize_from(settings.init_path)
-            logger.info("Initialized %s from %s", name, settings.init_path)
-        elif self.resume:
-            logger.warning("Behavior %s has no checkpoint in %s; it starts from scratch.", name, self.run_dir)
-        elif self.inference:
-            logger.warning(
-                "Behavior %s has no checkpoint in %s; --inference acts with an untrained policy "
-                "(is --run-id a trained run's? --initialize-from names another run to act with)",
-                name,
-                self.run_dir,
-            )
+        self._load_weights(name, learner, checkpoints, settings)
         trainer: Trainer | GhostTrainer | InferenceTrainer = InferenceTrainer(wrapped) if self.inference else learner
         reporter.add_property(StatsProperty.HYPERPARAMETERS, settings)
         reporter.add_property(StatsProperty.IS_TRAINING, not self.inference)
@@ -246,6 +232,28 @@ class TrainerController:
                 "Behavior %s already reached max_steps (%d); it is not trained further.", name, settings.max_steps
             )
         return trainer
+
+    def _load_weights(
+        self, name: str, learner: Trainer | GhostTrainer, checkpoints: BehaviorCheckpoints, settings: TrainerSettings
+    ) -> None:
+        """The behavior's weights: its checkpoint under ``--resume`` and ``--inference``, else
+        ``--initialize-from``'s (``--inference`` of a new run id too), else fresh (with a
+        warning where a checkpoint was expected)."""
+        if (self.resume or self.inference) and checkpoints.latest_path.exists():
+            learner.resume(replay_buffer=not self.inference)
+            logger.info("Resuming %s from step %d (%s)", name, learner.step, checkpoints.latest_path)
+        elif settings.init_path is not None and not self.resume:  # --inference of a new run id too
+            learner.initialize_from(settings.init_path)
+            logger.info("Initialized %s from %s", name, settings.init_path)
+        elif self.resume:
+            logger.warning("Behavior %s has no checkpoint in %s; it starts from scratch.", name, self.run_dir)
+        elif self.inference:
+            logger.warning(
+                "Behavior %s has no checkpoint in %s; --inference acts with an untrained policy "
+                "(is --run-id a trained run's? --initialize-from names another run to act with)",
+                name,
+                self.run_dir,
+            )
 
     # ------------------------------------------------------------------ the loop
 

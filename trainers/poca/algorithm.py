@@ -34,60 +34,39 @@ episode, reported when the group's episode ends: agents that left early are not 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 import torch
 from mlagents_envs.base_env import BehaviorSpec
 
 from processors.trajectory import Trajectory
-from stats import StatsAggregationMethod, StatsReporter, tags
+from stats import StatsAggregationMethod, tags
 from trainers import seeding
-from trainers.networks.optimizers import adam, gradient_step
+from trainers.networks.optimizers import adam
 from trainers.networks.sequences import CriticMemories, masked_mean
 from trainers.poca.buffer import POCABatch, POCABuffer
 from trainers.poca.networks import GroupObservations, POCACritic
 from trainers.ppo.maths import clipped_surrogate_loss, clipped_value_loss, gae
 from trainers.ppo.maths import value_loss as value_loss_of
-from trainers.ppo.on_policy import checkpoint_state, load_checkpoint_state, minibatches, schedules
+from trainers.ppo.on_policy import OnPolicy
 from trainers.reward_signals.base import signal_tag
-from trainers.reward_signals.learner import Learner
+from trainers.reward_signals.learner import LearnerKind
 from trainers.seeding import Stream
-from trainers.settings import AdvantageNormalization, POCASettings, TrainerSettings
+from trainers.settings import POCASettings
 
 
-class POCA(Learner[POCASettings]):
+class POCA(OnPolicy[POCASettings, POCABatch]):
     """MA-POCA for one behavior (an :class:`trainers.loop.algorithm.Algorithm`)."""
 
     updates_between_trajectories = False  # as PPO: the buffer takes every queued trajectory
 
-    def __init__(
-        self,
-        *,
-        behavior_name: str,
-        behavior_spec: BehaviorSpec,
-        settings: TrainerSettings,
-        stats_reporter: StatsReporter,
-        seed: int = 0,
-        device: str | torch.device = "cpu",
-    ):
-        super().__init__(
-            behavior_name=behavior_name,
-            behavior_spec=behavior_spec,
-            settings=settings,
-            stats_reporter=stats_reporter,
-            seed=seed,
-            device=device,
-            hyperparameters_type=POCASettings,
-            value_tag=tags.value_estimate,
-            add_groupmate_rewards=True,
-        )
+    kind = LearnerKind(POCASettings, tags.value_estimate, add_groupmate_rewards=True)
+
+    def build_own(self, behavior_name: str, behavior_spec: BehaviorSpec, seed: int) -> None:
+        settings = self.settings
         hyperparameters = self.hyperparameters
-        self._training_signals = [signal for signal in self.reward_signals if signal.trains]
         self._baseline_tags = [signal_tag(name, tags.baseline_estimate) for name in self.stream_names]
         self._group_rewards: dict[str, float] = {}  # agent id -> group reward of its episode so far
-        self.critic = POCACritic(
+        self.critic: POCACritic = POCACritic(
             behavior_spec.observation_specs,
             settings.network_settings,
             behavior_spec.action_spec,
@@ -97,7 +76,7 @@ class POCA(Learner[POCASettings]):
         parameters = [*self.policy.actor.parameters(), *self.critic.parameters()]
         self.optimizer = adam(parameters, hyperparameters.learning_rate, epsilon=hyperparameters.adam_epsilon)
         self.shuffle = seeding.generator(seed, Stream.SHUFFLE)
-        self.buffer = POCABuffer(
+        self.buffer: POCABuffer = POCABuffer(
             [tuple(spec.shape) for spec in behavior_spec.observation_specs],
             self.policy.continuous_size,
             self.policy.discrete_branches,
@@ -250,54 +229,14 @@ class POCA(Learner[POCASettings]):
                 tags.GROUP_CUMULATIVE_REWARD, np.array([total]), StatsAggregationMethod.HISTOGRAM
             )
 
-    def ready(self) -> bool:
-        return len(self.buffer) > self.hyperparameters.buffer_size
-
     # ------------------------------------------------------------------ update
 
-    def schedules(self, step: int) -> tuple[float, float, float]:
-        """(learning rate, beta, epsilon) at trainer step ``step``."""
-        return schedules(self.hyperparameters, step, self.settings.max_steps)
-
-    def update(self, step: int) -> dict[str, float]:
-        learning_rate, beta, epsilon = self.schedules(step)
-        for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate
-        hp = self.hyperparameters
-        per_minibatch = hp.advantage_normalization == AdvantageNormalization.MINIBATCH
-        batch = self.buffer.to_batch(self.device, normalize_advantages=not per_minibatch)
-        policy_losses: list[torch.Tensor] = []
-        value_losses: list[torch.Tensor] = []
-        baseline_losses: list[torch.Tensor] = []
-        signal_stats: dict[str, list[float]] = {}
-        with self.policy.training():
-            for rows in minibatches(
-                len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
-            ):
-                minibatch = batch.take(rows)
-                if per_minibatch:
-                    minibatch = minibatch._replace(agent=minibatch.agent.with_normalized_advantages())
-                policy_loss, value_loss, baseline_loss, loss = self.losses(minibatch, beta, epsilon)
-                gradient_step(self.optimizer, loss, max_grad_norm=hp.max_grad_norm)
-                policy_losses.append(policy_loss.detach())
-                value_losses.append(value_loss.detach())
-                baseline_losses.append(baseline_loss.detach())
-                for signal in self._training_signals:  # on the same minibatch, as ML-Agents
-                    for tag, value in signal.update(minibatch.agent.signal_batch()).items():
-                        signal_stats.setdefault(tag, []).append(value)
-        self.buffer.clear()
-        stats = {
-            tags.POLICY_LOSS: float(torch.stack(policy_losses).abs().mean()),
-            tags.VALUE_LOSS: float(torch.stack(value_losses).mean()),
-            tags.BASELINE_LOSS: float(torch.stack(baseline_losses).mean()),
-            tags.POLICY_LEARNING_RATE: learning_rate,
-            tags.POLICY_EPSILON: epsilon,
-            tags.POLICY_BETA: beta,
-        }
-        stats.update({tag: float(np.mean(values)) for tag, values in signal_stats.items()})
-        if self.cloning is not None:
-            stats.update(self.cloning.update(step))
-        return stats
+    def minibatch_losses(
+        self, batch: POCABatch, beta: float, epsilon: float
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        policy_loss, value_loss, baseline_loss, loss = self.losses(batch, beta, epsilon)
+        reported = {tags.POLICY_LOSS: policy_loss.detach().abs(), tags.VALUE_LOSS: value_loss}
+        return reported | {tags.BASELINE_LOSS: baseline_loss}, loss
 
     def losses(
         self, batch: POCABatch, beta: float, epsilon: float
@@ -338,14 +277,6 @@ class POCA(Learner[POCASettings]):
         policy_loss = clipped_surrogate_loss(log_probs, agent.old_log_probs, agent.advantages, epsilon, mask)
         loss = policy_loss + 0.5 * (value_loss + 0.5 * baseline_loss) - beta * masked_mean(entropy, mask)
         return policy_loss, value_loss, baseline_loss, loss
-
-    # ------------------------------------------------------------------ checkpoints
-
-    def state(self) -> dict[str, Any]:
-        return checkpoint_state(self)
-
-    def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
-        load_checkpoint_state(self, state, weights_only=weights_only)
 
 
 def _widen(x: torch.Tensor, width: int) -> torch.Tensor:

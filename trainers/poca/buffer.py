@@ -22,6 +22,7 @@ from processors.trajectory import Trajectory
 from trainers.networks.sequences import padded_length
 from trainers.poca.networks import GroupObservations
 from trainers.ppo.buffer import PPOBatch, UpdateBuffer
+from trainers.reward_signals.base import SignalBatch
 
 
 class POCABatch(NamedTuple):
@@ -31,6 +32,14 @@ class POCABatch(NamedTuple):
     old_baselines: Tensor  # [B, S] baseline estimates when the data was collected
     baseline_memories: Tensor  # [B, k] the baseline's memory (read at each sequence's first row)
     group: GroupObservations  # the mates at each sample
+
+    def with_normalized_advantages(self) -> POCABatch:
+        """The agent's advantages normalised over these samples (``advantage_normalization: minibatch``)."""
+        return self._replace(agent=self.agent.with_normalized_advantages())
+
+    def signal_batch(self) -> SignalBatch:
+        """The agent's samples as the reward signals read them."""
+        return self.agent.signal_batch()
 
     def take(self, index: Tensor) -> POCABatch:
         group = self.group

@@ -21,27 +21,24 @@ sequence_length`` per minibatch), with padding masked out of every loss.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 import torch
 from mlagents_envs.base_env import BehaviorSpec
 
 from processors.trajectory import Trajectory
-from stats import StatsReporter, tags
+from stats import tags
 from trainers import seeding
 from trainers.networks.actor_critic import Critic, ValueHeads
-from trainers.networks.optimizers import adam, gradient_step
+from trainers.networks.optimizers import adam
 from trainers.networks.policy import TorchPolicy
 from trainers.networks.sequences import CriticMemories, masked_mean
 from trainers.ppo.buffer import PPOBatch, UpdateBuffer
 from trainers.ppo.maths import clipped_surrogate_loss, gae
 from trainers.ppo.maths import value_loss as value_loss_of
-from trainers.ppo.on_policy import checkpoint_state, load_checkpoint_state, minibatches, schedules
-from trainers.reward_signals.learner import Learner
+from trainers.ppo.on_policy import OnPolicy
+from trainers.reward_signals.learner import LearnerKind
 from trainers.seeding import Stream
-from trainers.settings import AdvantageNormalization, PPOSettings, TrainerSettings
+from trainers.settings import PPOSettings
 
 
 class _SharedCritic(torch.nn.Module):
@@ -76,33 +73,16 @@ class _SharedCritic(torch.nn.Module):
         return self.value_heads(features), memories_out
 
 
-class PPO(Learner[PPOSettings]):
+class PPO(OnPolicy[PPOSettings, PPOBatch]):
     """Proximal Policy Optimization for one behavior (an :class:`trainers.loop.algorithm.Algorithm`)."""
 
     updates_between_trajectories = False  # ML-Agents fills the buffer with every queued trajectory
 
-    def __init__(
-        self,
-        *,
-        behavior_name: str,
-        behavior_spec: BehaviorSpec,
-        settings: TrainerSettings,
-        stats_reporter: StatsReporter,
-        seed: int = 0,
-        device: str | torch.device = "cpu",
-    ):
-        super().__init__(
-            behavior_name=behavior_name,
-            behavior_spec=behavior_spec,
-            settings=settings,
-            stats_reporter=stats_reporter,
-            seed=seed,
-            device=device,
-            hyperparameters_type=PPOSettings,
-            value_tag=tags.value_estimate,
-        )
+    kind = LearnerKind(PPOSettings, tags.value_estimate)
+
+    def build_own(self, behavior_name: str, behavior_spec: BehaviorSpec, seed: int) -> None:
+        settings = self.settings
         hyperparameters = self.hyperparameters
-        self._training_signals = [signal for signal in self.reward_signals if signal.trains]
         generator = seeding.generator(seed, Stream.CRITIC_INIT)
         if hyperparameters.shared_critic:
             self.critic: Critic | _SharedCritic = _SharedCritic(self.policy, self.stream_names, generator)
@@ -115,7 +95,7 @@ class PPO(Learner[PPOSettings]):
         parameters = {id(p): p for p in [*self.policy.actor.parameters(), *self.critic.parameters()]}
         self.optimizer = adam(parameters.values(), hyperparameters.learning_rate, epsilon=hyperparameters.adam_epsilon)
         self.shuffle = seeding.generator(seed, Stream.SHUFFLE)
-        self.buffer = UpdateBuffer(
+        self.buffer: UpdateBuffer = UpdateBuffer(
             [tuple(spec.shape) for spec in behavior_spec.observation_specs],
             self.policy.continuous_size,
             self.policy.discrete_branches,
@@ -158,55 +138,14 @@ class PPO(Learner[PPOSettings]):
             self._episode_rewards.add(trajectory, signal.name, rewards)
         self.buffer.append(trajectory, advantages, returns, critic_memories)
 
-    def ready(self) -> bool:
-        return len(self.buffer) > self.hyperparameters.buffer_size
-
     # ------------------------------------------------------------------ update
 
-    def schedules(self, step: int) -> tuple[float, float, float]:
-        """(learning rate, beta, epsilon) at trainer step ``step``."""
-        return schedules(self.hyperparameters, step, self.settings.max_steps)
-
-    def update(self, step: int) -> dict[str, float]:
-        learning_rate, beta, epsilon = self.schedules(step)
-        for group in self.optimizer.param_groups:
-            group["lr"] = learning_rate
-        hp = self.hyperparameters
-        per_minibatch = hp.advantage_normalization == AdvantageNormalization.MINIBATCH
-        batch = self.buffer.to_batch(self.device, normalize_advantages=not per_minibatch)
-        policy_losses, value_losses = [], []
-        signal_stats: dict[str, list[float]] = {}
-        with self.policy.training():
-            for rows in minibatches(
-                len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
-            ):
-                minibatch = batch.take(rows)
-                if per_minibatch:
-                    minibatch = minibatch.with_normalized_advantages()
-                policy_loss, value_loss = self._minibatch_step(minibatch, beta, epsilon)
-                policy_losses.append(policy_loss)
-                value_losses.append(value_loss)
-                for signal in self._training_signals:  # on the same minibatch, as ML-Agents
-                    for tag, value in signal.update(minibatch.signal_batch()).items():
-                        signal_stats.setdefault(tag, []).append(value)
-        self.buffer.clear()
-        stats = {
-            # the magnitude per minibatch, as ML-Agents reports it (so curves compare across trainers)
-            tags.POLICY_LOSS: float(torch.stack(policy_losses).abs().mean()),
-            tags.VALUE_LOSS: float(torch.stack(value_losses).mean()),
-            tags.POLICY_LEARNING_RATE: learning_rate,
-            tags.POLICY_EPSILON: epsilon,
-            tags.POLICY_BETA: beta,
-        }
-        stats.update({tag: float(np.mean(values)) for tag, values in signal_stats.items()})
-        if self.cloning is not None:
-            stats.update(self.cloning.update(step))
-        return stats
-
-    def _minibatch_step(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:
+    def minibatch_losses(
+        self, batch: PPOBatch, beta: float, epsilon: float
+    ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         policy_loss, value_loss, loss = self.losses(batch, beta, epsilon)
-        gradient_step(self.optimizer, loss, max_grad_norm=self.hyperparameters.max_grad_norm)
-        return policy_loss.detach(), value_loss.detach()
+        # the policy loss's magnitude per minibatch, as ML-Agents reports it (so curves compare across trainers)
+        return {tags.POLICY_LOSS: policy_loss.detach().abs(), tags.VALUE_LOSS: value_loss}, loss
 
     def losses(self, batch: PPOBatch, beta: float, epsilon: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(policy loss, value loss, the loss to minimise) on ``batch``."""
@@ -232,11 +171,3 @@ class PPO(Learner[PPOSettings]):
         policy_loss = clipped_surrogate_loss(log_probs, batch.old_log_probs, batch.advantages, epsilon, mask)
         loss = policy_loss + 0.5 * value_loss - beta * masked_mean(entropy, mask)
         return policy_loss, value_loss, loss
-
-    # ------------------------------------------------------------------ checkpoints
-
-    def state(self) -> dict[str, Any]:
-        return checkpoint_state(self)
-
-    def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
-        load_checkpoint_state(self, state, weights_only=weights_only)

@@ -1,21 +1,25 @@
-"""What PPO and POCA share beyond their losses: the hyperparameter schedules and the checkpoint
-layout of an actor and critic trained on fresh experience (with their reward signals and
-behavioral cloning), so a checkpoint of either reads the same way."""
+"""What PPO and POCA share beyond their losses: the hyperparameter schedules, the update's
+epochs of minibatches and the checkpoint layout of an actor and critic trained on fresh
+experience (with their reward signals and behavioral cloning), so a checkpoint of either reads
+the same way."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Protocol
+from abc import abstractmethod
+from collections.abc import Iterator, Mapping
+from typing import Any, Generic, Protocol, Self, TypeVar
 
+import numpy as np
 import torch
 from torch import nn
 
+from stats import tags
 from trainers import seeding
-from trainers.networks.policy import TorchPolicy
+from trainers.networks.optimizers import gradient_step
 from trainers.networks.sequences import sequence_rows
-from trainers.reward_signals.base import RewardSignal
-from trainers.reward_signals.behavioral_cloning import BehavioralCloning
-from trainers.settings import POCASettings
+from trainers.reward_signals.base import SignalBatch
+from trainers.reward_signals.learner import Learner
+from trainers.settings import AdvantageNormalization, POCASettings
 from trainers.settings.schedules import decayed_value
 
 # Floors of the linear schedules, as ML-Agents decays them (epsilon's: ``epsilon_floor``, 0.1
@@ -51,48 +55,112 @@ def minibatches(
             yield order[i * size : (i + 1) * size]
 
 
-class OnPolicyLearner(Protocol):
-    """The parts of PPO and POCA that a checkpoint holds."""
+class OnPolicyBatch(Protocol):
+    """What the shared update needs of an algorithm's samples (PPO's, POCA's)."""
 
-    @property
-    def policy(self) -> TorchPolicy: ...
-    @property
-    def critic(self) -> nn.Module: ...
-    @property
-    def optimizer(self) -> torch.optim.Optimizer: ...
-    @property
-    def shuffle(self) -> torch.Generator: ...
-    @property
-    def reward_signals(self) -> Sequence[RewardSignal]: ...
-    @property
-    def cloning(self) -> BehavioralCloning | None: ...
+    def take(self, index: torch.Tensor) -> Self: ...
+    def with_normalized_advantages(self) -> Self: ...
+    def signal_batch(self) -> SignalBatch: ...
 
 
-def checkpoint_state(learner: OnPolicyLearner) -> dict[str, Any]:
-    """Actor, critic, optimiser and shuffle stream; the reward signals' and behavioral
-    cloning's state when they have any."""
-    state: dict[str, Any] = {
-        "actor": learner.policy.actor.state_dict(),
-        "critic": learner.critic.state_dict(),
-        "optimizer": learner.optimizer.state_dict(),
-        "shuffle_rng": learner.shuffle.get_state(),
-    }
-    signals = {signal.name: signal.state() for signal in learner.reward_signals}
-    if any(signals.values()):
-        state["reward_signals"] = signals
-    if learner.cloning is not None:
-        state["behavioral_cloning"] = learner.cloning.state()
-    return state
+B = TypeVar("B", bound=OnPolicyBatch)
+B_co = TypeVar("B_co", bound=OnPolicyBatch, covariant=True)
+HP = TypeVar("HP", bound=POCASettings)
 
 
-def load_checkpoint_state(learner: OnPolicyLearner, state: Mapping[str, Any], *, weights_only: bool) -> None:
-    """Restore :func:`checkpoint_state`; ``weights_only``: networks only, fresh optimiser."""
-    learner.policy.actor.load_state_dict(state["actor"], strict=True)
-    learner.critic.load_state_dict(state["critic"], strict=True)
-    for signal in learner.reward_signals:
-        signal.load(state.get("reward_signals", {}).get(signal.name, {}))
-    if not weights_only:
-        learner.optimizer.load_state_dict(state["optimizer"])
-        seeding.restore(learner.shuffle, state["shuffle_rng"], "shuffle_rng")
-        if learner.cloning is not None and "behavioral_cloning" in state:
-            learner.cloning.load(state["behavioral_cloning"])
+class OnPolicyBuffer(Protocol[B_co]):
+    """Experience waiting for the next update, as the shared update reads it."""
+
+    def __len__(self) -> int: ...
+    def clear(self) -> None: ...
+    def to_batch(self, device: torch.device, normalize_advantages: bool = True) -> B_co: ...
+
+
+class OnPolicy(Learner[HP], Generic[HP, B]):
+    """PPO's and POCA's shared half: an update is ``num_epoch`` passes of minibatches over the
+    whole buffer, each one gradient step on the algorithm's loss and one update of every trained
+    reward signal on the same minibatch (as ML-Agents); a checkpoint holds actor, critic,
+    optimiser, shuffle stream, reward signals and behavioral cloning.
+
+    A subclass builds ``critic``, ``optimizer``, ``shuffle`` and ``buffer`` in ``build_own`` and
+    says what one minibatch costs in :meth:`minibatch_losses`.
+    """
+
+    critic: nn.Module
+    optimizer: torch.optim.Optimizer
+    shuffle: torch.Generator
+    buffer: OnPolicyBuffer[B]
+
+    @abstractmethod
+    def minibatch_losses(self, batch: B, beta: float, epsilon: float) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
+        """(the losses reported for this minibatch, by stats tag; the loss to minimise)."""
+
+    def ready(self) -> bool:
+        return len(self.buffer) > self.hyperparameters.buffer_size
+
+    def schedules(self, step: int) -> tuple[float, float, float]:
+        """(learning rate, beta, epsilon) at trainer step ``step``."""
+        return schedules(self.hyperparameters, step, self.settings.max_steps)
+
+    def update(self, step: int) -> dict[str, float]:
+        learning_rate, beta, epsilon = self.schedules(step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        hp = self.hyperparameters
+        per_minibatch = hp.advantage_normalization == AdvantageNormalization.MINIBATCH
+        batch = self.buffer.to_batch(self.device, normalize_advantages=not per_minibatch)
+        losses: dict[str, list[torch.Tensor]] = {}
+        signal_stats: dict[str, list[float]] = {}
+        with self.policy.training():
+            for rows in minibatches(
+                len(self.buffer), self.sequence_length, hp.batch_size, hp.num_epoch, self.shuffle, self.device
+            ):
+                minibatch = batch.take(rows)
+                if per_minibatch:
+                    minibatch = minibatch.with_normalized_advantages()
+                reported, loss = self.minibatch_losses(minibatch, beta, epsilon)
+                gradient_step(self.optimizer, loss, max_grad_norm=hp.max_grad_norm)
+                for tag, value in reported.items():
+                    losses.setdefault(tag, []).append(value.detach())
+                for signal in self._training_signals:  # on the same minibatch, as ML-Agents
+                    for tag, signal_value in signal.update(minibatch.signal_batch()).items():
+                        signal_stats.setdefault(tag, []).append(signal_value)
+        self.buffer.clear()
+        stats = {tag: float(torch.stack(values).mean()) for tag, values in losses.items()}
+        stats |= {
+            tags.POLICY_LEARNING_RATE: learning_rate,
+            tags.POLICY_EPSILON: epsilon,
+            tags.POLICY_BETA: beta,
+        }
+        stats.update({tag: float(np.mean(values)) for tag, values in signal_stats.items()})
+        if self.cloning is not None:
+            stats.update(self.cloning.update(step))
+        return stats
+
+    def state(self) -> dict[str, Any]:
+        """Actor, critic, optimiser and shuffle stream; the reward signals' and behavioral
+        cloning's state when they have any."""
+        state: dict[str, Any] = {
+            "actor": self.policy.actor.state_dict(),
+            "critic": self.critic.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "shuffle_rng": self.shuffle.get_state(),
+        }
+        signals = {signal.name: signal.state() for signal in self.reward_signals}
+        if any(signals.values()):
+            state["reward_signals"] = signals
+        if self.cloning is not None:
+            state["behavioral_cloning"] = self.cloning.state()
+        return state
+
+    def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
+        """Restore :meth:`state`; ``weights_only``: networks only, fresh optimiser."""
+        self.policy.actor.load_state_dict(state["actor"], strict=True)
+        self.critic.load_state_dict(state["critic"], strict=True)
+        for signal in self.reward_signals:
+            signal.load(state.get("reward_signals", {}).get(signal.name, {}))
+        if not weights_only:
+            self.optimizer.load_state_dict(state["optimizer"])
+            seeding.restore(self.shuffle, state["shuffle_rng"], "shuffle_rng")
+            if self.cloning is not None and "behavioral_cloning" in state:
+                self.cloning.load(state["behavioral_cloning"])

@@ -1,12 +1,15 @@
 """The set-up PPO, POCA and SAC share, written once: a behavior's policy, its reward signals
 (the value streams: names, value-estimate tags, per-episode reward reports), the sequence length
 its memory trains on and behavioral cloning bound to the policy. Each algorithm subclasses
-:class:`Learner` and adds only what is its own (critics, buffers, optimiser, schedules)."""
+:class:`Learner`, says what kind of learner it is in one :class:`LearnerKind`, and builds only
+what is its own (critics, buffers, optimiser, schedules) in :meth:`Learner.build_own`."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from dataclasses import dataclass
+from typing import ClassVar, Generic, TypeVar, cast
 
 import torch
 from mlagents_envs.base_env import BehaviorSpec
@@ -22,8 +25,9 @@ from trainers.settings import Hyperparameters, TrainerSettings
 H = TypeVar("H", bound=Hyperparameters)
 
 
-class Learner(Generic[H]):
-    """One behavior's policy and what trains it besides the algorithm's own networks.
+@dataclass(frozen=True)
+class LearnerKind:
+    """What sets one algorithm's shared set-up apart.
 
     ``hyperparameters_type``: the settings class the algorithm takes (a ConfigError naming the
     behavior otherwise, before anything is built). ``value_tag``: the :mod:`stats.tags` function
@@ -32,6 +36,22 @@ class Learner(Generic[H]):
     extrinsic reward also counts the group mates' rewards (POCA).
     """
 
+    hyperparameters_type: type[Hyperparameters]
+    value_tag: Callable[[str], str]
+    squashed_policy: bool = False
+    add_groupmate_rewards: bool = False
+
+
+class Learner(ABC, Generic[H]):
+    """One behavior's policy and what trains it besides the algorithm's own networks.
+
+    Constructed as the registry constructs every algorithm (keyword-only: behavior name and
+    spec, settings, stats reporter, seed, device); a subclass sets :attr:`kind` and implements
+    :meth:`build_own`, which runs last.
+    """
+
+    kind: ClassVar[LearnerKind]
+
     def __init__(
         self,
         *,
@@ -39,18 +59,15 @@ class Learner(Generic[H]):
         behavior_spec: BehaviorSpec,
         settings: TrainerSettings,
         stats_reporter: StatsReporter,
-        seed: int,
-        device: str | torch.device,
-        hyperparameters_type: type[H],
-        value_tag: Callable[[str], str],
-        squashed_policy: bool = False,
-        add_groupmate_rewards: bool = False,
-    ):
+        seed: int = 0,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        kind = self.kind
         hyperparameters = settings.hyperparameters
-        if not isinstance(hyperparameters, hyperparameters_type):
-            algorithm = hyperparameters_type.__name__.removesuffix("Settings")
+        if not isinstance(hyperparameters, kind.hyperparameters_type):
+            algorithm = kind.hyperparameters_type.__name__.removesuffix("Settings")
             raise ConfigError(f"behaviors.{behavior_name}.hyperparameters: {algorithm} settings expected")
-        self.hyperparameters: H = hyperparameters
+        self.hyperparameters = cast(H, hyperparameters)
         self.settings = settings
         self.stats_reporter = stats_reporter
         self.policy = TorchPolicy(
@@ -58,8 +75,8 @@ class Learner(Generic[H]):
             settings.network_settings,
             seed=seed,
             device=device,
-            conditional_sigma=squashed_policy,
-            tanh_squash=squashed_policy,
+            conditional_sigma=kind.squashed_policy,
+            tanh_squash=kind.squashed_policy,
         )
         self.device = self.policy.device
         self.reward_signals = create_reward_signals(
@@ -68,13 +85,20 @@ class Learner(Generic[H]):
             behavior_spec,
             seed=seed,
             device=device,
-            add_groupmate_rewards=add_groupmate_rewards,
+            add_groupmate_rewards=kind.add_groupmate_rewards,
         )
         self.stream_names = [signal.name for signal in self.reward_signals]
-        self._value_tags = [signal_tag(name, value_tag) for name in self.stream_names]
+        # the signals with networks of their own to update (curiosity, RND, GAIL)
+        self._training_signals = [signal for signal in self.reward_signals if signal.trains]
+        self._value_tags = [signal_tag(name, kind.value_tag) for name in self.stream_names]
         self._episode_rewards = EpisodeSignalRewards(stats_reporter, self.stream_names)
         memory = settings.network_settings.memory
         self.sequence_length = 1 if memory is None else int(memory.sequence_length)
         self.cloning = behavioral_cloning_for(
             behavior_name, self.policy, settings, sequence_length=self.sequence_length, seed=seed
         )
+        self.build_own(behavior_name, behavior_spec, seed)
+
+    @abstractmethod
+    def build_own(self, behavior_name: str, behavior_spec: BehaviorSpec, seed: int) -> None:
+        """Build what the algorithm adds to the shared set-up (its critics, buffer, optimiser)."""

@@ -46,18 +46,18 @@ from mlagents_envs.base_env import BehaviorSpec
 from torch import Tensor, nn
 
 from processors.trajectory import Trajectory
-from stats import StatsReporter, tags
+from stats import tags
 from trainers import seeding
 from trainers.exceptions import ConfigError
 from trainers.networks.actor_critic import Critic
 from trainers.networks.optimizers import adam
 from trainers.networks.sequences import CriticMemories
-from trainers.reward_signals.learner import Learner
+from trainers.reward_signals.learner import Learner, LearnerKind
 from trainers.sac import maths as sac_math
 from trainers.sac.networks import QNetwork, without_normalizer
 from trainers.sac.replay_buffer import ReplayBatch, ReplayBuffer, transition_bytes
 from trainers.seeding import Stream
-from trainers.settings import SACSettings, TrainerSettings
+from trainers.settings import SACSettings
 from trainers.settings.schedules import decayed_value
 
 logger = logging.getLogger(__name__)
@@ -82,27 +82,11 @@ class SAC(Learner[SACSettings]):
 
     updates_between_trajectories = True  # the ratio holds trajectory by trajectory
 
-    def __init__(
-        self,
-        *,
-        behavior_name: str,
-        behavior_spec: BehaviorSpec,
-        settings: TrainerSettings,
-        stats_reporter: StatsReporter,
-        seed: int = 0,
-        device: str | torch.device = "cpu",
-    ):
-        super().__init__(
-            behavior_name=behavior_name,
-            behavior_spec=behavior_spec,
-            settings=settings,
-            stats_reporter=stats_reporter,
-            seed=seed,
-            device=device,
-            hyperparameters_type=SACSettings,
-            value_tag=tags.value,  # ML-Agents' SAC writes "Value", not PPO's "Value Estimate"
-            squashed_policy=True,
-        )
+    # ML-Agents' SAC writes "Value", not PPO's "Value Estimate"
+    kind = LearnerKind(SACSettings, tags.value, squashed_policy=True)
+
+    def build_own(self, behavior_name: str, behavior_spec: BehaviorSpec, seed: int) -> None:
+        settings = self.settings
         hyperparameters, network = self.hyperparameters, settings.network_settings
         self._trained_signals = [(i, signal) for i, signal in enumerate(self.reward_signals) if signal.trains]
         self._gammas = torch.tensor([signal.gamma for signal in self.reward_signals], device=self.device)
