@@ -432,6 +432,39 @@ def test_only_a_handshake_claims_the_port_then_only_its_peer_is_admitted():
         assert reason is not None and "ipv4:127.0.0.1:2222" in reason
 
 
+class _HandlerContext:
+    """The parts of a gRPC servicer context the exchange handler reads."""
+
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:2222"
+
+    def is_active(self) -> bool:
+        return True
+
+
+def test_a_reply_returns_once_the_handler_has_taken_it_so_unity_gets_it_at_once():
+    """The main thread waits for the hand-off (the handler would otherwise wait for the GIL
+    while the main thread records the step); the handler returns the reply's bytes as sent."""
+    from mlagents_envs.communicator_objects.unity_message_pb2 import UnityMessageProto
+
+    from envs.unity.communicator import _Rendezvous
+
+    _, handshake, step_output = _impostor_messages()
+    rendezvous = _Rendezvous(1 << 20)
+    returned: list[bytes] = []
+    handler = threading.Thread(target=lambda: returned.append(rendezvous.exchange(handshake, _HandlerContext())))
+    handler.start()
+    assert rendezvous.inbox.get(timeout=TIMEOUT) is handshake
+    rendezvous.reply(step_output, wait=TIMEOUT)
+    assert rendezvous.reply_taken.is_set() and rendezvous.outbox.empty()  # taken before reply returned
+    handler.join(TIMEOUT)
+    assert UnityMessageProto.FromString(returned[0]) == step_output
+    # No handler waiting (a build that already quit): the wait is bounded, the reply stays queued.
+    start = time.monotonic()
+    rendezvous.reply(step_output, wait=0.05)
+    assert 0.04 <= time.monotonic() - start < 1.0 and not rendezvous.outbox.empty()
+
+
 def test_runtime_packages_never_import_test_support():
     """The stand-in build is a test double: no runtime package may import ``tests``."""
     import ast
