@@ -34,8 +34,6 @@ from stats.tags import CUMULATIVE_REWARD, EPISODE_LENGTH, POLICY_ENTROPY
 _SMALL_BATCH = 4
 """Decision and action batches of at most this many agents are recorded one agent at a
 time (integer indexing); larger ones with one fancy-indexed operation per field."""
-_ID_BITS = 32  # as processors.agent_table.agent_keys
-_ID_MASK = (1 << _ID_BITS) - 1
 
 
 class UnrecordedStep(NamedTuple):
@@ -335,8 +333,7 @@ class AgentProcessor:
         ):
             slots = last_slots
         elif len(info) <= _SMALL_BATCH:
-            slot_of, base = table.slot_of, worker_id << _ID_BITS
-            slots = np.array([slot_of.get(base | (i & _ID_MASK), -1) for i in info.agent_ids.tolist()], np.int64)
+            slots = np.array(table.find_few(worker_id, info.agent_ids.tolist()), np.int64)
         else:
             slots = table.find(agent_keys(worker_id, info.agent_ids))
         steps, agent = table.steps, table.agent
@@ -465,12 +462,11 @@ class AgentProcessor:
         """:meth:`_record_decisions` one agent at a time, for the few agents of a small scene:
         integer indexing costs a fraction of a fancy-indexed operation on tiny batches (the
         1-agent scene of ``benchmarks/processor.py``: 71k agent steps/s, 36k batched)."""
-        slot_of, base = table.slot_of, worker_id << _ID_BITS
-        keys = [base | (i & _ID_MASK) for i in decision_steps.agent_id.tolist()]
-        slot_list = [slot_of.get(key, -1) for key in keys]
+        agent_ids = decision_steps.agent_id.tolist()
+        slot_list = table.find_few(worker_id, agent_ids)
         if -1 in slot_list:
-            new = [key for key, slot in zip(keys, slot_list) if slot < 0]
-            fresh = iter(table.allocate(np.array(new, np.int64)).tolist())
+            new = np.array([agent_id for agent_id, slot in zip(agent_ids, slot_list) if slot < 0], np.int64)
+            fresh = iter(table.allocate(agent_keys(worker_id, new)).tolist())
             slot_list = [next(fresh) if slot < 0 else slot for slot in slot_list]
         agent, steps = table.agent, table.steps  # the agent arrays stay; step arrays may grow
         count, acted, episode_reward, episode_transitions = (

@@ -39,11 +39,6 @@ def agent_keys(worker_id: int, agent_ids: np.ndarray) -> np.ndarray:
     return (np.int64(worker_id) << _LOCAL_ID_BITS) | (agent_ids.astype(np.int64) & _LOCAL_ID_MASK)
 
 
-def agent_key(worker_id: int, agent_id: int) -> int:
-    """The key of one agent, equal to what :func:`agent_keys` gives."""
-    return (worker_id << _LOCAL_ID_BITS) | (agent_id & _LOCAL_ID_MASK)
-
-
 def key_workers(keys: np.ndarray) -> np.ndarray:
     """[N] the worker ids of keys made by :func:`agent_keys`."""
     return keys >> _LOCAL_ID_BITS
@@ -331,6 +326,12 @@ class AgentTable:
         pos = sorted_keys.searchsorted(keys)
         np.minimum(pos, sorted_keys.shape[0] - 1, out=pos)
         return np.where(sorted_keys[pos] == keys, self._sorted_slots[pos], -1)
+
+    def find_few(self, worker_id: int, agent_ids: list[int]) -> list[int]:
+        """:meth:`find` for a few local ids of one worker, by dictionary lookups: cheaper than
+        array operations for a handful of agents."""
+        slot_of, base = self.slot_of, worker_id << _LOCAL_ID_BITS
+        return [slot_of.get(base | (agent_id & _LOCAL_ID_MASK), -1) for agent_id in agent_ids]
 
     def allocate(self, keys: np.ndarray) -> np.ndarray:
         """Give each (distinct, currently unknown) key a cleared slot; returns [N] slots."""
