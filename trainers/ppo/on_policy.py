@@ -140,27 +140,19 @@ class OnPolicy(Learner[HP], Generic[HP, B]):
     def state(self) -> dict[str, Any]:
         """Actor, critic, optimiser and shuffle stream; the reward signals' and behavioral
         cloning's state when they have any."""
-        state: dict[str, Any] = {
+        return {
             "actor": self.policy.actor.state_dict(),
             "critic": self.critic.state_dict(),
             "optimizer": self.optimizer.state_dict(),
             "shuffle_rng": self.shuffle.get_state(),
+            **self.shared_state(),
         }
-        signals = {signal.name: signal.state() for signal in self.reward_signals}
-        if any(signals.values()):
-            state["reward_signals"] = signals
-        if self.cloning is not None:
-            state["behavioral_cloning"] = self.cloning.state()
-        return state
 
     def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
         """Restore :meth:`state`; ``weights_only``: networks only, fresh optimiser."""
         self.policy.actor.load_state_dict(state["actor"], strict=True)
         self.critic.load_state_dict(state["critic"], strict=True)
-        for signal in self.reward_signals:
-            signal.load(state.get("reward_signals", {}).get(signal.name, {}))
+        self.load_shared_state(state, weights_only=weights_only)
         if not weights_only:
             self.optimizer.load_state_dict(state["optimizer"])
             seeding.restore(self.shuffle, state["shuffle_rng"], "shuffle_rng")
-            if self.cloning is not None and "behavioral_cloning" in state:
-                self.cloning.load(state["behavioral_cloning"])

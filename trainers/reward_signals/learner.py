@@ -7,9 +7,9 @@ what is its own (critics, buffers, optimiser, schedules) in :meth:`Learner.build
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Generic, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar, cast
 
 import torch
 from mlagents_envs.base_env import BehaviorSpec
@@ -98,6 +98,25 @@ class Learner(ABC, Generic[H]):
             behavior_name, self.policy, settings, sequence_length=self.sequence_length, seed=seed
         )
         self.build_own(behavior_name, behavior_spec, seed)
+
+    def shared_state(self) -> dict[str, Any]:
+        """The checkpoint entries of the shared set-up: the reward signals' state
+        (``reward_signals``) and behavioral cloning's (``behavioral_cloning``), when they have any."""
+        state: dict[str, Any] = {}
+        signals = {signal.name: signal.state() for signal in self.reward_signals}
+        if any(signals.values()):
+            state["reward_signals"] = signals
+        if self.cloning is not None:
+            state["behavioral_cloning"] = self.cloning.state()
+        return state
+
+    def load_shared_state(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
+        """Restore :meth:`shared_state` from a checkpoint's ``state`` (cloning's optimiser
+        only when not ``weights_only``, as the algorithm's own)."""
+        for signal in self.reward_signals:
+            signal.load(state.get("reward_signals", {}).get(signal.name, {}))
+        if not weights_only and self.cloning is not None and "behavioral_cloning" in state:
+            self.cloning.load(state["behavioral_cloning"])
 
     @abstractmethod
     def build_own(self, behavior_name: str, behavior_spec: BehaviorSpec, seed: int) -> None:

@@ -339,7 +339,7 @@ class SAC(Learner[SACSettings]):
     # ------------------------------------------------------------------ checkpoints
 
     def state(self) -> dict[str, Any]:
-        state: dict[str, Any] = {
+        return {
             "actor": self.policy.actor.state_dict(),
             "q1": self.q1.state_dict(),
             "q2": self.q2.state_dict(),
@@ -357,13 +357,8 @@ class SAC(Learner[SACSettings]):
                 "update_steps": self.update_steps,
                 "signal_update_steps": self.signal_update_steps,
             },
+            **self.shared_state(),
         }
-        signals = {signal.name: signal.state() for signal in self.reward_signals}
-        if any(signals.values()):
-            state["reward_signals"] = signals
-        if self.cloning is not None:
-            state["behavioral_cloning"] = self.cloning.state()
-        return state
 
     def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
         self.policy.actor.load_state_dict(state["actor"], strict=True)
@@ -375,8 +370,7 @@ class SAC(Learner[SACSettings]):
         with torch.no_grad():
             self.continuous_log_alpha.copy_(coefficients["continuous"])
             self.discrete_log_alphas.copy_(coefficients["discrete"])
-        for signal in self.reward_signals:
-            signal.load(state.get("reward_signals", {}).get(signal.name, {}))
+        self.load_shared_state(state, weights_only=weights_only)
         if not weights_only:
             self.optimizer.load_state_dict(state["optimizer"])
             seeding.restore(self._sampling, state["sampling_rng"], "SAC's sampling_rng")
@@ -386,8 +380,6 @@ class SAC(Learner[SACSettings]):
             # older checkpoints: assume the signals kept their ratio, as ML-Agents does on resume
             ratio = self.hyperparameters.reward_signal_steps_per_update
             self.signal_update_steps = int(counters.get("signal_update_steps", max(1, self.steps / ratio)))
-            if self.cloning is not None and "behavioral_cloning" in state:
-                self.cloning.load(state["behavioral_cloning"])
 
     # ------------------------------------------------------------------ replay buffer files
 
