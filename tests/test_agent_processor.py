@@ -8,6 +8,7 @@ from mlagents_envs.side_channel.stats_side_channel import StatsAggregationMethod
 
 from processors import AgentManager, AgentManagerQueue, AgentProcessor
 from stats import StatsReporter
+from stats.tags import EPISODE_LENGTH
 from tests.steps import (
     NO_TERMINALS,
     action_info,
@@ -15,6 +16,7 @@ from tests.steps import (
     decision_steps,
     drain,
     fake_policy,
+    terminal_steps,
     vector_steps,
     vector_terminals,
 )
@@ -475,3 +477,117 @@ def test_group_joined_mid_trajectory_keeps_earlier_steps_ungrouped():
         for trajectory in drain(manager.trajectory_queue):
             assert trajectory.group_id.tolist() == [0, 0, 9]
             assert trajectory.group_rewards.tolist() == [0.0, 0.5, 0.5]
+
+
+def _random_scene(seed: int, steps: int = 40) -> list[tuple]:
+    """A few agents of one worker: some decide, some skip a step, some end (interrupted or
+    not, acted or not) and come back under fresh ids, in groups or alone, with masks, memories
+    and hybrid actions; each step with the ActionInfo of the previous step's decisions."""
+    rng = np.random.default_rng(seed)
+    live, fresh, decided = [0, 1, 2], 3, []
+    sequence = []
+    for t in range(steps):
+        ending = [i for i in live if rng.random() < 0.15]
+        deciding = [i for i in live if i not in ending and rng.random() < 0.85]
+        joining = list(range(fresh, fresh + len(ending)))
+        fresh += len(joining)
+        deciding += joining
+        live = [i for i in live if i not in ending] + joining
+        values = rng.normal(size=len(deciding)).astype(np.float32)
+        masks = [rng.random((len(deciding), 3)) < 0.8]
+        groups = [int(rng.integers(0, 3)) for _ in deciding]
+        decision = decision_steps(
+            deciding,
+            [np.repeat(values.reshape(-1, 1), 2, axis=1)],
+            rng.normal(size=len(deciding)),
+            masks=masks,
+            group_ids=groups,
+            group_rewards=rng.normal(size=len(deciding)),
+        )
+        terminal = terminal_steps(
+            ending,
+            [np.full((len(ending), 2), float(t), np.float32)],
+            rng.normal(size=len(ending)),
+            rng.random(len(ending)) < 0.3,
+            [int(rng.integers(0, 3)) for _ in ending],
+            rng.normal(size=len(ending)),
+        )
+        previous = None
+        if decided:
+            n = len(decided)
+            previous = action_info(
+                decided,
+                rng.normal(size=(n, 1)).tolist(),
+                rng.integers(0, 3, size=(n, 1)).tolist(),
+                rng.normal(size=(n, 2)).tolist(),
+                rng.random(n).tolist(),
+            )
+        sequence.append((decision, terminal, previous))
+        decided = deciding
+    return sequence
+
+
+class _ListedStats(StatsReporter):
+    """Every stat added, in order, as (key, values)."""
+
+    def __init__(self) -> None:
+        super().__init__("Ball")
+        self.rows: list[tuple[str, list[float]]] = []
+
+    def add_stat(self, key, value, aggregation=None) -> None:
+        self.rows.append((key, [float(value)]))
+
+    def add_stats(self, key, values, aggregation=None) -> None:
+        self.rows.append((key, np.asarray(values, np.float64).reshape(-1).tolist()))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_few_agent_and_batched_recording_paths_give_the_same_trajectories(monkeypatch, seed):
+    """The processor records a handful of agents one by one (cheaper than array operations
+    for so few) and more in batches: both must give the same trajectories, field by field,
+    and report the same episodes and entropies."""
+    import processors.agent_processor as agent_processor
+
+    spec = behavior_spec(continuous=1, branches=(3,))
+    published, reported = [], []
+    for few_up_to in (0, 1 << 20):  # every step batched; every step one agent at a time
+        monkeypatch.setattr(agent_processor, "_SMALL_BATCH", few_up_to)
+        stats = _ListedStats()
+        manager = make_manager(horizon=3, memory_size=2, spec=spec, reporter=stats)
+        for decision, terminal, previous in _random_scene(seed):
+            manager.add_experiences(decision, terminal, 0, previous)
+        manager.end_episode()
+        published.append(drain(manager.trajectory_queue))
+        reported.append(stats.rows)
+    assert reported[0] == reported[1] and any(key == EPISODE_LENGTH for key, _ in reported[0])
+    batched, one_by_one = published
+    assert len(batched) == len(one_by_one) > 10
+    assert any(t.groupmates is not None for t in batched) and any(not t.done_reached for t in batched)
+    for a, b in zip(batched, one_by_one, strict=True):
+        assert (a.agent_id, a.episode_start, a.length) == (b.agent_id, b.episode_start, b.length)
+        for name in ("obs", "next_obs"):
+            for x, y in zip(getattr(a, name), getattr(b, name), strict=True):
+                np.testing.assert_array_equal(x, y)
+        for name in (
+            "rewards",
+            "done",
+            "interrupted",
+            "continuous_actions",
+            "discrete_actions",
+            "continuous_log_probs",
+            "discrete_log_probs",
+            "action_masks",
+            "prev_continuous_actions",
+            "prev_discrete_actions",
+            "memories",
+            "group_id",
+            "group_rewards",
+        ):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+        assert (a.groupmates is None) == (b.groupmates is None)
+        if a.groupmates is not None and b.groupmates is not None:
+            for name in ("present", "continuous_actions", "discrete_actions", "rewards", "done"):
+                np.testing.assert_array_equal(getattr(a.groupmates, name), getattr(b.groupmates, name), err_msg=name)
+            for name in ("obs", "next_obs"):
+                for x, y in zip(getattr(a.groupmates, name), getattr(b.groupmates, name), strict=True):
+                    np.testing.assert_array_equal(x, y, err_msg=f"groupmates.{name}")
