@@ -110,7 +110,8 @@ class TrainerController:
         # device; None measures its training (trainers.loop.device_choice.training_timing).
         self.device_timing: Callable[[str, BehaviorSpec, TrainerSettings], Timing] | None = None
         self.resume = cp.resume
-        self.inference = cp.inference
+        self.inference = cp.inference  # acting only: no updates, ghosts, trainer threads or lessons
+        self.continues = cp.resume or cp.inference  # reads the run folder's checkpoints and device choices
         self.perf = perf if perf is not None else PerfStats()
         self.timers = timers if timers is not None else Timers()
         self.stop = stop if stop is not None else threading.Event()
@@ -140,7 +141,7 @@ class TrainerController:
         if trainer is None:
             trainer = self._create_trainer(name, spec, settings)
         policy = trainer.policy.inference_copy(seed=team_seed(self.seed + 1, identifiers.team_id), device="cpu")
-        threaded = settings.threaded and not self.inference
+        threaded = name in self.threads  # its trainer runs in a thread of its own
         manager = AgentManager(policy, behavior_id, self.reporters[name], settings.time_horizon, threaded=threaded)
         curriculum = self.curriculum
         if curriculum is not None and curriculum.watches(name):
@@ -167,7 +168,7 @@ class TrainerController:
                 logger.info("%s trains on %s, as --torch-device (torch_settings.device) says", name, self.device)
             return self.device
         candidates = candidate_devices()
-        recorded = self.status.parameter(name, DEVICE_KEY) if (self.resume or self.inference) else None
+        recorded = self.status.parameter(name, DEVICE_KEY) if self.continues else None
         if recorded is not None:
             if recorded in candidates:
                 logger.info("%s trains on %s, as the run it continues chose", name, recorded)
@@ -239,7 +240,7 @@ class TrainerController:
         """The behavior's weights: its checkpoint under ``--resume`` and ``--inference``, else
         ``--initialize-from``'s (``--inference`` of a new run id too), else fresh (with a
         warning where a checkpoint was expected)."""
-        if (self.resume or self.inference) and checkpoints.latest_path.exists():
+        if self.continues and checkpoints.latest_path.exists():
             learner.resume(replay_buffer=not self.inference)
             logger.info("Resuming %s from step %d (%s)", name, learner.step, checkpoints.latest_path)
         elif settings.init_path is not None and not self.resume:  # --inference of a new run id too
