@@ -465,6 +465,27 @@ def test_a_reply_returns_once_the_handler_has_taken_it_so_unity_gets_it_at_once(
     assert 0.04 <= time.monotonic() - start < 1.0 and not rendezvous.outbox.empty()
 
 
+def test_the_stand_in_logs_each_steps_send_and_reply_on_the_trainers_clock(make_env, tmp_path):
+    """``--exchange-log`` (read by benchmarks/e2e_exchanges.py): one (sent, replied) pair per
+    step the build sent, on the clock this process reads."""
+    import json
+
+    log = tmp_path / "exchanges.json"
+    env = make_env("--scene", "balance", "--exchange-log", str(log))
+    start = time.perf_counter()
+    env.reset()
+    for _ in range(5):
+        zero_actions(env)
+        env.step()
+    env.close()
+    deadline = time.monotonic() + TIMEOUT
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pairs = json.loads(log.read_text())
+    assert len(pairs) >= 5  # the steps (and the reset's reply)
+    assert all(start < sent <= replied < time.perf_counter() for sent, replied in pairs)
+
+
 def test_runtime_packages_never_import_test_support():
     """The stand-in build is a test double: no runtime package may import ``tests``."""
     import ast

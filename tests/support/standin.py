@@ -82,6 +82,11 @@ many milliseconds (a float) in every academy step, including the steps in which 
 decides and nothing is sent, as a real scene's physics costs time whether or not anyone
 decides (the balance scene's 5-step decision period makes 2 ms a step about 10 ms a message).
 
+``--exchange-log PATH``: the build writes, when its session ends, a JSON list of
+``[sent, replied]`` ``time.perf_counter()`` pairs, one per step it sent and got a reply to (the
+clock is the machine's monotonic one, so a trainer's stamps compare with it;
+``benchmarks/e2e_exchanges.py`` reads it).
+
 Faults on request (flags or env ``STANDIN_CRASH_AFTER`` etc.): after answering N step
 commands, the next one makes the build crash (SIGSEGV), hang (sleep, still alive) or quit
 (the quit message Unity sends on Application.Quit, then exit 0); ``--die-at-startup`` exits
@@ -91,6 +96,7 @@ with code 3 between its first two messages.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import stat
@@ -886,6 +892,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default=_env_float("STANDIN_STEP_SLEEP_MS") or 0.0,
         help="milliseconds slept in every academy step, as a scene's physics (default 0)",
     )
+    parser.add_argument("--exchange-log", default=None, help="write each step's send and reply times here")
     parser.add_argument("--crash-after", type=int, default=_env_int("STANDIN_CRASH_AFTER"))
     parser.add_argument("--hang-after", type=int, default=_env_int("STANDIN_HANG_AFTER"))
     parser.add_argument("--quit-after", type=int, default=_env_int("STANDIN_QUIT_AFTER"))
@@ -903,6 +910,7 @@ class Player:
         self.options = options
         self.log_stream = log
         self.pb = _Protocol()
+        self.exchange_times: list[tuple[float, float]] = []  # (sent, replied) per step (--exchange-log)
         self.params: dict[str, float] = {}
         self.steps_answered = 0
         self.academy: Academy | None = None
@@ -994,6 +1002,9 @@ class Player:
             return 0
         finally:
             channel.close()
+            if options.exchange_log:
+                with open(options.exchange_log, "w") as log:
+                    json.dump(self.exchange_times, log)
 
     def _session(self, exchange) -> int:
         pb = self.pb
@@ -1051,7 +1062,9 @@ class Player:
             output = pb.UnityMessageProto()
             output.header.status = 200
             self.academy.run_until_message(output.unity_output)
+            sent = time.perf_counter()
             reply = exchange(output)
+            self.exchange_times.append((sent, time.perf_counter()))
 
     def _maybe_fail(self, exchange) -> None:
         options = self.options
