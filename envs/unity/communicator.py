@@ -4,9 +4,9 @@ Unity is the gRPC client and calls ``Exchange(UnityMessageProto) -> UnityMessage
 Python is the server. Each call's request is handed from the gRPC handler thread to the main
 thread through a queue (the message object itself, not a pickled copy), and the handler
 thread waits for the main thread's reply on a second queue: the reply's bytes, serialised by
-the main thread, which then waits until the handler has taken them (see ``_Rendezvous.reply``). The main thread never waits
-longer than ``timeout_wait`` seconds for any message, start-up included, and checks the
-build's process every ``poll_interval_s`` while it waits.
+the main thread, which then waits until the handler has taken them (see ``_Rendezvous.reply``).
+The main thread never waits longer than ``timeout_wait`` seconds for any message, start-up
+included, and checks the build's process every ``poll_interval_s`` while it waits.
 
 One Unity process per port: the first peer whose opening message is a handshake (status 200
 with the initialization output) owns the port for the rest of the session, and every call from

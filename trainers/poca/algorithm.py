@@ -235,8 +235,13 @@ class POCA(OnPolicy[POCASettings, POCABatch]):
         self, batch: POCABatch, beta: float, epsilon: float
     ) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
         policy_loss, value_loss, baseline_loss, loss = self.losses(batch, beta, epsilon)
-        reported = {tags.POLICY_LOSS: policy_loss.detach().abs(), tags.VALUE_LOSS: value_loss}
-        return reported | {tags.BASELINE_LOSS: baseline_loss}, loss
+        # the policy loss's magnitude, as PPO reports it
+        reported = {
+            tags.POLICY_LOSS: policy_loss.detach().abs(),
+            tags.VALUE_LOSS: value_loss,
+            tags.BASELINE_LOSS: baseline_loss,
+        }
+        return reported, loss
 
     def losses(
         self, batch: POCABatch, beta: float, epsilon: float

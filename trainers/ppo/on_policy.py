@@ -127,11 +127,7 @@ class OnPolicy(Learner[HP], Generic[HP, B]):
                         signal_stats.setdefault(tag, []).append(signal_value)
         self.buffer.clear()
         stats = {tag: float(torch.stack(values).mean()) for tag, values in losses.items()}
-        stats |= {
-            tags.POLICY_LEARNING_RATE: learning_rate,
-            tags.POLICY_EPSILON: epsilon,
-            tags.POLICY_BETA: beta,
-        }
+        stats.update({tags.POLICY_LEARNING_RATE: learning_rate, tags.POLICY_EPSILON: epsilon, tags.POLICY_BETA: beta})
         stats.update({tag: float(np.mean(values)) for tag, values in signal_stats.items()})
         if self.cloning is not None:
             stats.update(self.cloning.update(step))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
+import attrs
 import torch
 from mlagents_envs.base_env import BehaviorSpec
 
@@ -25,7 +25,7 @@ from trainers.settings import Hyperparameters, TrainerSettings
 H = TypeVar("H", bound=Hyperparameters)
 
 
-@dataclass(frozen=True)
+@attrs.frozen
 class LearnerKind:
     """What sets one algorithm's shared set-up apart.
 
