@@ -160,7 +160,7 @@ class POCABuffer:
 
     def to_batch(self, device: torch.device, normalize_advantages: bool = True) -> POCABatch:
         """Everything in the buffer as tensors on ``device`` (advantages normalised over the
-        buffer unless ``normalize_advantages`` is False, as ``PPOBuffer.to_batch``)."""
+        buffer unless ``normalize_advantages`` is False, as ``UpdateBuffer.to_batch``)."""
         n = len(self)
 
         def tensor(array: np.ndarray) -> Tensor:

@@ -44,7 +44,7 @@ def gae(
 def normalized_advantages(advantages: Tensor, mask: Tensor | None = None) -> Tensor:
     """``advantages`` [B] at zero mean and unit (population) variance over the rows ``mask``
     keeps (None: all), with padding rows set to 0; a single row is left as it is. Stable-Baselines3's
-    per-minibatch normalisation (the buffer's own is in ``PPOBuffer.to_batch``)."""
+    per-minibatch normalisation (the buffer's own is in ``UpdateBuffer.to_batch``)."""
     real = advantages if mask is None else advantages[mask]
     if real.numel() < 2:
         return advantages
