@@ -127,12 +127,6 @@ class POCA(OnPolicy[POCASettings, POCABatch]):
             torch.zeros((1, count, len(self.policy.discrete_branches)), dtype=torch.int64, device=device),
         )
 
-    def _next_values(self, trajectory: Trajectory) -> dict[str, torch.Tensor]:
-        """The group's value after the trajectory: the agent's next observation with its
-        mates' current ones."""
-        next_obs = [self._obs_tensor(o[None]) for o in trajectory.next_obs]
-        return self.critic.values(next_obs, self._next_group(trajectory))
-
     def add(self, trajectory: Trajectory) -> None:
         if self.settings.network_settings.normalize:
             self.policy.update_normalization(trajectory.obs)
@@ -141,17 +135,18 @@ class POCA(OnPolicy[POCASettings, POCABatch]):
         group = self._group_tensors(trajectory)
         critic_memories = baseline_memories = None
         with torch.no_grad():
+            rows = self._rows_with_next(trajectory, obs, group)
             if self.critic.memory_size:
-                values, baselines, next_values, critic_memories, baseline_memories = self._recurrent_estimates(
-                    trajectory, obs, group
-                )
+                values, baselines, critic_memories, baseline_memories = self._recurrent_estimates(trajectory, rows)
             else:
-                values, baselines = self.critic.values_and_baselines(obs, group)
-                next_values = self._next_values(trajectory)
+                values, baselines = self.critic.values_and_baselines(*self._split_rows(rows, len(obs)))
+        t = trajectory.length
+        next_values = {name: v[t:] for name, v in values.items()}
+        values = {name: v[:t] for name, v in values.items()}
+        baselines = {name: b[:t] for name, b in baselines.items()}
         group_over = trajectory.done_reached and trajectory.all_group_dones_reached
         terminated = group_over and not bool(trajectory.interrupted[-1])
         streams = len(self.reward_signals)
-        t = trajectory.length
         advantages = np.zeros((t, streams), np.float32)
         returns = np.zeros((t, streams), np.float32)
         baseline_columns = np.zeros((t, streams), np.float32)
@@ -182,42 +177,45 @@ class POCA(OnPolicy[POCASettings, POCABatch]):
             None if baseline_memories is None else baseline_memories.cpu().numpy(),
         )
 
-    def _recurrent_estimates(
+    def _rows_with_next(
         self, trajectory: Trajectory, obs: list[torch.Tensor], group: GroupObservations
-    ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
-        """Values, baselines and the value after the trajectory, run sequence by sequence from
-        the agent's carried memories; and both memories at each sequence's start."""
+    ) -> list[torch.Tensor]:
+        """The trajectory's rows and one more after them (the agent's next observation with its
+        mates' current ones), so one critic pass gives the values and the value to bootstrap
+        from: the agent's observations, the mates' observations, their presence and actions, as
+        one list of tensors (:meth:`_split_rows` reads it). A group that changed size at the
+        end is widened with absent mates, which attention does not read."""
         next_group = self._next_group(trajectory)
         width = max(group.size, next_group.size)
-        rows = [
+        return [
             *(torch.cat([o, n]) for o, n in zip(obs, (self._obs_tensor(o[None]) for o in trajectory.next_obs))),
             *(torch.cat([_widen(o, width), _widen(n, width)]) for o, n in zip(group.obs, next_group.obs)),
             torch.cat([_widen(group.present, width), _widen(next_group.present, width)]),
             torch.cat([_widen(group.continuous_actions, width), _widen(next_group.continuous_actions, width)]),
             torch.cat([_widen(group.discrete_actions, width), _widen(next_group.discrete_actions, width)]),
         ]
-        sensors = len(obs)
 
-        def split(parts: list[torch.Tensor]) -> tuple[list[torch.Tensor], GroupObservations]:
-            mates = GroupObservations(parts[sensors : 2 * sensors], *parts[2 * sensors :])
-            return parts[:sensors], mates
+    @staticmethod
+    def _split_rows(parts: list[torch.Tensor], sensors: int) -> tuple[list[torch.Tensor], GroupObservations]:
+        """:meth:`_rows_with_next`'s list (or a slice of its rows) as the critic's arguments."""
+        return parts[:sensors], GroupObservations(parts[sensors : 2 * sensors], *parts[2 * sensors :])
+
+    def _recurrent_estimates(
+        self, trajectory: Trajectory, rows: list[torch.Tensor]
+    ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+        """Values and baselines of :meth:`_rows_with_next`'s rows, run sequence by sequence from
+        the agent's carried memories; and both memories at each sequence's start."""
+        sensors = len(trajectory.obs)
 
         def value_pass(parts: list[torch.Tensor], memory: torch.Tensor, length: int):
-            return self.critic.values_and_memories(*split(parts), memory, length)
+            return self.critic.values_and_memories(*self._split_rows(parts, sensors), memory, length)
 
         def baseline_pass(parts: list[torch.Tensor], memory: torch.Tensor, length: int):
-            return self.critic.baselines_and_memories(*split(parts), memory, length)
+            return self.critic.baselines_and_memories(*self._split_rows(parts, sensors), memory, length)
 
         values, value_starts = self._value_memories.evaluate(trajectory, rows, value_pass)
         baselines, baseline_starts = self._baseline_memories.evaluate(trajectory, rows, baseline_pass)
-        t = trajectory.length
-        return (
-            {name: v[:t] for name, v in values.items()},
-            {name: b[:t] for name, b in baselines.items()},
-            {name: v[t:] for name, v in values.items()},
-            value_starts,
-            baseline_starts,
-        )
+        return values, baselines, value_starts, baseline_starts
 
     def _report_group_reward(self, trajectory: Trajectory, group_over: bool) -> None:
         agent = trajectory.agent_id
