@@ -36,7 +36,9 @@ checkouts compiled before the first run), as an installed package's runs do, wha
 Prints one JSON document: machine, settings and, per step cost, each measurement's median and
 runs (seconds), ``cpu_s`` (the same for the CPU seconds, user and system, of the process and
 the build it waited for: on a shared VM they move far less than the wall time, so a change to
-our per-step work shows there first), env steps per run, ``agents_learn_over_floor`` and
+our per-step work shows there first), ``phases_s`` (each run's wall time cut where the build
+sent its first step, got its first actions and got its last: start-up, stepping and the end,
+from the stand-in's exchange log, see ``phases``), env steps per run, ``agents_learn_over_floor`` and
 ``mlagents_over_agents_learn`` (of the medians). The issue's targets: agents-learn at most 1.5x
 the floor and at least 4x faster than mlagents-learn with the plain stand-in; within 1.15x of the
 floor with a 2 ms step. The issue measured 4.4-4.8 s (floor), 10.5 s (agents-learn) and 25.5 s
@@ -62,6 +64,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import yaml
 from mlagents_3dball_side_by_side import free_port  # this folder: the scripts run from it
 
@@ -141,16 +144,46 @@ def compile_checkout(python: str, repo: Path, env: dict[str, str]) -> None:
     subprocess.run([python, "-m", "compileall", "-q", *packages], env=env, check=True, capture_output=True)
 
 
-def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, str]:
-    """Seconds a whole process took, the CPU seconds (user + system) it and the processes it
-    waited for (the build) used, and its output; raises if it failed. The CPU seconds move far
-    less from run to run than the wall time on a shared machine."""
+@attrs.frozen
+class Timed:
+    """One whole process: its seconds, the CPU seconds (user + system) it and the processes it
+    waited for (the build) used, its output, and where its wall time went by the build's
+    exchange log (``phases``). The CPU seconds move far less from run to run than the wall time
+    on a shared machine."""
+
+    seconds: float
+    cpu: float
+    stdout: str
+    phases: dict[str, float]
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str], exchange_log: Path) -> Timed:
+    """Run ``command`` with the build told to log its exchanges to ``exchange_log``; raises if
+    it failed."""
+    env = dict(env, STANDIN_EXCHANGE_LOG=str(exchange_log))
     start, used = time.perf_counter(), _children_cpu()
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False)
-    seconds, cpu = time.perf_counter() - start, _children_cpu() - used
+    end, cpu = time.perf_counter(), _children_cpu() - used
     if done.returncode != 0:
         raise RuntimeError(f"{command[:3]} exited {done.returncode}:\n{(done.stdout + done.stderr)[-3000:]}")
-    return seconds, cpu, done.stdout
+    return Timed(end - start, cpu, done.stdout, phases(json.loads(exchange_log.read_text()), start, end))
+
+
+def phases(exchanges: list[list[float]], start: float, end: float) -> dict[str, float]:
+    """A run's wall time cut by the build's ``[sent, replied]`` exchanges (the stand-in's
+    ``--exchange-log``, on this process's clock): ``to_build_ready`` (the process started to the
+    build's first step sent: our start-up until it launches the build, and the build's boot and
+    handshake), ``first_actions_wait`` (that step sent to its actions received: how long the
+    ready build waited for the trainer to finish setting itself up), ``stepping`` (the first
+    actions received to the last), ``after_last_step`` (the last actions to the process's exit:
+    the final save and the close)."""
+    first_sent, first_reply, last_reply = exchanges[0][0], exchanges[0][1], exchanges[-1][1]
+    return {
+        "to_build_ready": first_sent - start,
+        "first_actions_wait": first_reply - first_sent,
+        "stepping": last_reply - first_reply,
+        "after_last_step": end - last_reply,
+    }
 
 
 def _children_cpu() -> float:
@@ -203,51 +236,52 @@ def measure(args: argparse.Namespace, folder: Path, config: Path, sleep_ms: floa
         str(folder), name=f"StandIn-{sleep_ms:g}ms.x86_64", extra_args=["--step-sleep-ms", str(sleep_ms)]
     )
     results = folder / "results"
-    seconds: dict[str, list[float]] = {"floor": [], "agents_learn": [], "baseline": [], "mlagents_learn": []}
-    cpu: dict[str, list[float]] = {key: [] for key in seconds}
-    env_steps: dict[str, list[int | None]] = {key: [] for key in seconds}
+    runs: dict[str, list[Timed]] = {"floor": [], "agents_learn": [], "baseline": [], "mlagents_learn": []}
+    env_steps: dict[str, list[int | None]] = {key: [] for key in runs}
     onnx: list[bool] = []
     env = bytecode_env(folder / "pycache")
     for repeat in range(args.repeats):
-        s, c, out = timed(
+        log = folder / f"exchanges-{sleep_ms:g}-{repeat}"
+        run = timed(
             [sys.executable, str(Path(__file__).resolve()), "--floor", launcher, "--steps", str(args.steps)],
             REPO,
             env,
+            log.with_suffix(".floor.json"),
         )
-        seconds["floor"].append(s)
-        cpu["floor"].append(c)
-        env_steps["floor"].append(json.loads(out.splitlines()[-1])["env_steps"])
+        runs["floor"].append(run)
+        env_steps["floor"].append(json.loads(run.stdout.splitlines()[-1])["env_steps"])
 
         for key, repo in (("agents_learn", args.repo), ("baseline", args.baseline)):
             if repo is None:
                 continue
             run_id = f"{key}-{sleep_ms:g}-{repeat}"
             command = [args.python, "-m", "orchestration.cli", *trainer_args(config, launcher, results, run_id)]
-            s, c, _ = timed(command, repo, dict(env, PYTHONPATH=str(repo)))
-            seconds[key].append(s)
-            cpu[key].append(c)
+            runs[key].append(timed(command, repo, dict(env, PYTHONPATH=str(repo)), log.with_suffix(f".{key}.json")))
             env_steps[key].append(env_steps_of(results / run_id))
 
         if args.mlagents:
             run_id = f"mlagents-{sleep_ms:g}-{repeat}"
             python = str(Path(args.mlagents).parent / "python")
-            s, c, _ = timed(
-                [python, "-c", MLAGENTS_MAIN, *trainer_args(config, launcher, results, run_id)], folder, env
-            )
-            cpu["mlagents_learn"].append(c)
+            command = [python, "-c", MLAGENTS_MAIN, *trainer_args(config, launcher, results, run_id)]
+            runs["mlagents_learn"].append(timed(command, folder, env, log.with_suffix(".mlagents.json")))
             if not (results / run_id / BEHAVIOR / "checkpoint.pt").is_file():
                 raise RuntimeError(f"mlagents-learn wrote no {results / run_id / BEHAVIOR / 'checkpoint.pt'}")
-            seconds["mlagents_learn"].append(s)
             env_steps["mlagents_learn"].append(env_steps_of(results / run_id))
             onnx.append(any((results / run_id).rglob("*.onnx")))
         print(
-            f"{sleep_ms:g} ms, repeat {repeat + 1}: { {k: round(v[-1], 2) for k, v in seconds.items() if v} }",
+            f"{sleep_ms:g} ms, repeat {repeat + 1}: { {k: round(v[-1].seconds, 2) for k, v in runs.items() if v} }",
             file=sys.stderr,
         )
+    seconds = {key: [run.seconds for run in timings] for key, timings in runs.items()}
     return {
         "step_sleep_ms": sleep_ms,
         **{f"{k}_s": summary(v) for k, v in seconds.items()},
-        "cpu_s": {k: summary(v) for k, v in cpu.items() if v},
+        "cpu_s": {k: summary([run.cpu for run in v]) for k, v in runs.items() if v},
+        "phases_s": {
+            key: {phase: summary([run.phases[phase] for run in timings]) for phase in timings[0].phases}
+            for key, timings in runs.items()
+            if timings
+        },
         "agents_learn_over_floor": ratio(seconds["agents_learn"], seconds["floor"]),
         "baseline_over_floor": ratio(seconds["baseline"], seconds["floor"]),
         "mlagents_over_agents_learn": ratio(seconds["mlagents_learn"], seconds["agents_learn"]),

@@ -465,13 +465,19 @@ def test_a_reply_returns_once_the_handler_has_taken_it_so_unity_gets_it_at_once(
     assert 0.04 <= time.monotonic() - start < 1.0 and not rendezvous.outbox.empty()
 
 
-def test_the_stand_in_logs_each_steps_send_and_reply_on_the_trainers_clock(make_env, tmp_path):
-    """``--exchange-log`` (read by benchmarks/e2e_exchanges.py): one (sent, replied) pair per
-    step the build sent, on the clock this process reads."""
+@pytest.mark.parametrize("given_by", ["flag", "environment"])
+def test_the_stand_in_logs_each_steps_send_and_reply_on_the_trainers_clock(make_env, tmp_path, monkeypatch, given_by):
+    """``--exchange-log`` or ``STANDIN_EXCHANGE_LOG`` (read by benchmarks/e2e_exchanges.py and
+    e2e.py, which gives it to a trainer's build through the environment): one (sent, replied)
+    pair per step the build sent, on the clock this process reads."""
     import json
 
     log = tmp_path / "exchanges.json"
-    env = make_env("--scene", "balance", "--exchange-log", str(log))
+    if given_by == "flag":
+        env = make_env("--scene", "balance", "--exchange-log", str(log))
+    else:
+        monkeypatch.setenv("STANDIN_EXCHANGE_LOG", str(log))
+        env = make_env("--scene", "balance")
     start = time.perf_counter()
     env.reset()
     for _ in range(5):

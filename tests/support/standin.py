@@ -82,7 +82,8 @@ many milliseconds (a float) in every academy step, including the steps in which 
 decides and nothing is sent, as a real scene's physics costs time whether or not anyone
 decides (the balance scene's 5-step decision period makes 2 ms a step about 10 ms a message).
 
-``--exchange-log PATH``: the build writes, when its session ends, a JSON list of
+``--exchange-log PATH`` (or env ``STANDIN_EXCHANGE_LOG``, so a trainer that launches the build
+can be given one per run): the build writes, when its session ends, a JSON list of
 ``[sent, replied]`` ``time.perf_counter()`` pairs, one per step it sent and got a reply to (the
 clock is the machine's monotonic one, so a trainer's stamps compare with it;
 ``benchmarks/e2e_exchanges.py`` reads it).
@@ -892,7 +893,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         default=_env_float("STANDIN_STEP_SLEEP_MS") or 0.0,
         help="milliseconds slept in every academy step, as a scene's physics (default 0)",
     )
-    parser.add_argument("--exchange-log", default=None, help="write each step's send and reply times here")
+    parser.add_argument(
+        "--exchange-log",
+        default=os.environ.get("STANDIN_EXCHANGE_LOG") or None,
+        help="write each step's send and reply times here",
+    )
     parser.add_argument("--crash-after", type=int, default=_env_int("STANDIN_CRASH_AFTER"))
     parser.add_argument("--hang-after", type=int, default=_env_int("STANDIN_HANG_AFTER"))
     parser.add_argument("--quit-after", type=int, default=_env_int("STANDIN_QUIT_AFTER"))
