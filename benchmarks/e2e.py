@@ -172,9 +172,10 @@ def timed(command: list[str], cwd: Path, env: dict[str, str], exchange_log: Path
 def phases(exchanges: list[list[float]], start: float, end: float) -> dict[str, float]:
     """A run's wall time cut by the build's ``[sent, replied]`` exchanges (the stand-in's
     ``--exchange-log``, on this process's clock): ``to_build_ready`` (the process started to the
-    build's first step sent: our start-up until it launches the build, and the build's boot and
-    handshake), ``first_actions_wait`` (that step sent to its actions received: how long the
-    ready build waited for the trainer to finish setting itself up), ``stepping`` (the first
+    build's first step sent: the start-up until the build is launched, its boot and handshake,
+    and its wait for the reset, which a trainer sends once it has set itself up: agents-learn
+    after importing torch), ``first_actions_wait`` (that step sent to its actions received),
+    ``stepping`` (the first
     actions received to the last), ``after_last_step`` (the last actions to the process's exit:
     the final save and the close)."""
     first_sent, first_reply, last_reply = exchanges[0][0], exchanges[0][1], exchanges[-1][1]
