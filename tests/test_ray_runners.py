@@ -313,6 +313,7 @@ def test_a_runner_whose_unity_build_crashes_is_restarted(tmp_path, two_nodes):
         checkpoint_settings=attrs.evolve(o.checkpoint_settings, results_dir=str(tmp_path), run_id="crash"),
     )
     run = build_run(o, console=False)
+    runners_started(run)  # else the other runner can take the whole run before the crashing build steps 30 times
     outcome = run.run()
     assert run.env_manager.restart_count == 1
     assert outcome.steps["Balance"] >= BALANCE["behaviors"]["Balance"]["max_steps"]
