@@ -24,6 +24,13 @@ up, with ``gymnasium[classic-control]`` added). Both ML-Agents-choice runs use t
   so the two trainers are compared with each other. SB3: ``SAC('MlpPolicy', 'HalfCheetah-v5',
   learning_starts=10000, seed=S)``. Threshold: a window mean >= 3000. Window: 10000 steps.
   SB3's venv needs ``gymnasium[mujoco]`` for it.
+- ``halfcheetah-ppo``: PPO on HalfCheetah-v5, ``config/gymnasium/ppo/HalfCheetah.yaml`` (RL Zoo's
+  tuned PPO settings, ``normalize: true`` as observation and reward scaling), 300k of the 1M
+  steps by default (``--max-steps`` sets another; RL Zoo publishes 5819 +- 664 at 1M). SB3:
+  ``PPO('MlpPolicy', VecNormalize(make_vec_env('HalfCheetah-v5', seed=S), gamma=0.98), ...)``
+  with RL Zoo's settings, ``log_std_init=-2`` and ``vf_coef`` included (no keys here).
+  ``ours-unscaled``: the configuration without ``reward_signals.*.normalize``. Threshold: a
+  window mean >= 1500. Window: 10000 steps.
 - ``acrobot``: PPO on Acrobot-v1, ``config/gymnasium/ppo/Acrobot.yaml`` (16 copies, RL Zoo's
   settings), 200k steps (the configuration says 1M), ours and the two ML-Agents-choice trainers
   only. Threshold: a window mean >= -100. Window: 20000 steps.
@@ -65,14 +72,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-TRAINERS = ("ours", "sb3", "ours-mlagents", "mlagents")
+TRAINERS = ("ours", "sb3", "ours-mlagents", "mlagents", "ours-unscaled")
 SUMMARY = re.compile(r"\. Step: (\d+)\. Time Elapsed: ([\d.]+) s\. (?:Mean Reward: (-?\d+(?:\.\d+)?)|No episode)")
 # The keys agents-learn has beyond ML-Agents' (docs/gymnasium.md); without them a configuration
 # trains with ML-Agents' choices, as mlagents-learn reads it.
@@ -90,7 +97,7 @@ class Task:
     max_steps: int  # every trainer's, whatever the configuration says
     window: int
     threshold: float
-    trainers: tuple[str, ...] = TRAINERS  # SB3_SCRIPT knows cartpole, pendulum and halfcheetah only
+    trainers: tuple[str, ...] = ("ours", "sb3", "ours-mlagents", "mlagents")  # SB3_SCRIPT knows the first four
 
 
 TASKS = {
@@ -104,6 +111,15 @@ TASKS = {
         10_000,
         3000.0,
         ("ours", "sb3"),
+    ),
+    "halfcheetah-ppo": Task(
+        "halfcheetah-ppo",
+        "HalfCheetah-v5",
+        REPO / "config/gymnasium/ppo/HalfCheetah.yaml",
+        300_000,
+        10_000,
+        1500.0,
+        ("ours", "sb3", "ours-unscaled"),
     ),
     "acrobot": Task(
         "acrobot",
@@ -122,9 +138,11 @@ SB3_SCRIPT = r"""
 import json, sys, time
 import torch
 torch.set_num_threads(1)
+from torch import nn
 from stable_baselines3 import PPO, SAC
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import VecNormalize
 
 task, env_id, seed, max_steps, window = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 
@@ -153,6 +171,13 @@ if task == "cartpole":
     model = PPO("MlpPolicy", make_vec_env(env_id, n_envs=8, seed=seed), n_steps=32, batch_size=256,
                 gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0, learning_rate=linear(1e-3),
                 clip_range=linear(0.2), seed=seed, device="cpu")
+elif task == "halfcheetah-ppo":
+    # Monitor is inside VecNormalize (make_vec_env wraps each copy): episode returns stay raw
+    model = PPO("MlpPolicy", VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.98),
+                batch_size=64, n_steps=512, gamma=0.98, learning_rate=2.0633e-05, ent_coef=0.000401762,
+                clip_range=0.1, n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8, vf_coef=0.58096,
+                policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=nn.ReLU,
+                                   net_arch=dict(pi=[256, 256], vf=[256, 256])), seed=seed, device="cpu")
 elif task == "pendulum":
     model = SAC("MlpPolicy", env_id, learning_rate=1e-3, seed=seed, device="cpu")
 else:
@@ -163,10 +188,11 @@ print(json.dumps({"steps": model.num_timesteps, "learn_s": time.monotonic() - st
 """
 
 
-def written_config(task: Task, folder: Path, *, mlagents_choices: bool) -> tuple[Path, int]:
+def written_config(task: Task, folder: Path, *, mlagents_choices: bool, unscaled: bool = False) -> tuple[Path, int]:
     """The task's configuration with the task's ``max_steps``, written into ``folder``; with
     ``mlagents_choices``, also without ``OWN_KEYS`` and ``env_settings`` (which mlagents-learn
-    does not know). And the copies its ``env_settings`` asked for."""
+    does not know) and the reward signals' ``normalize``; ``unscaled``: without the latter only.
+    And the copies its ``env_settings`` asked for."""
     config = yaml.safe_load(task.config.read_text())
     copies = int(config.get("env_settings", {}).get("envs_per_worker", 1))
     if mlagents_choices:
@@ -176,7 +202,10 @@ def written_config(task: Task, folder: Path, *, mlagents_choices: bool) -> tuple
         for section, keys in OWN_KEYS.items() if mlagents_choices else ():
             for key in keys:
                 behavior.get(section, {}).pop(key, None)
-    path = folder / f"{task.name}{'-mlagents-choices' if mlagents_choices else ''}.yaml"
+        for signal in behavior.get("reward_signals", {}).values() if unscaled or mlagents_choices else ():
+            signal.pop("normalize", None)
+    variant = "-mlagents-choices" if mlagents_choices else "-unscaled" if unscaled else ""
+    path = folder / f"{task.name}{variant}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path, copies
 
@@ -187,8 +216,11 @@ def command(trainer: str, task: Task, seed: int, results: Path, interpreters: di
     if trainer == "sb3":
         args = [task.name, task.env_id, str(seed), str(task.max_steps), str(task.window)]
         return [interpreters["sb3"], "-c", SB3_SCRIPT, *args]
-    config, copies = written_config(task, results.parent, mlagents_choices=trainer != "ours")
-    if trainer == "ours":
+    mlagents_choices = trainer in ("ours-mlagents", "mlagents")
+    config, copies = written_config(
+        task, results.parent, mlagents_choices=mlagents_choices, unscaled=trainer == "ours-unscaled"
+    )
+    if trainer in ("ours", "ours-unscaled"):
         return [agents_learn, str(config), *run]
     env = f"--env=gymnasium:{task.env_id}"
     if trainer == "ours-mlagents":
@@ -269,12 +301,13 @@ def main() -> None:
     parser.add_argument("--trainers", choices=TRAINERS, nargs="+", default=list(TRAINERS))
     parser.add_argument("--sb3-python", default="/tmp/sb3/bin/python")
     parser.add_argument("--mlagents-python", default="/tmp/mla/bin/python")
+    parser.add_argument("--max-steps", type=int, help="every run's steps (default: the task's)")
     parser.add_argument("--out", type=Path, help="rewrite the JSON here after every run")
     parser.add_argument("--keep", type=Path, help="an earlier output: its runs are kept, not run again")
     args = parser.parse_args()
     results: dict[str, Any] = json.loads(args.keep.read_text()) if args.keep else {}
     for name in args.tasks:
-        task = TASKS[name]
+        task = TASKS[name] if args.max_steps is None else replace(TASKS[name], max_steps=args.max_steps)
         entry = results.setdefault(
             name,
             {

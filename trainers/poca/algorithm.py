@@ -59,7 +59,7 @@ class POCA(OnPolicy[POCASettings, POCABatch]):
 
     updates_between_trajectories = False  # as PPO: the buffer takes every queued trajectory
 
-    kind = LearnerKind(POCASettings, tags.value_estimate, add_groupmate_rewards=True)
+    kind = LearnerKind(POCASettings, tags.value_estimate, add_groupmate_rewards=True, scales_rewards=True)
 
     def build_own(self, behavior_name: str, behavior_spec: BehaviorSpec, seed: int) -> None:
         settings = self.settings
@@ -155,7 +155,7 @@ class POCA(OnPolicy[POCASettings, POCABatch]):
             baseline = baselines[signal.name].cpu().numpy()
             rewards = signal.rewards(trajectory)
             _, returns[:, i] = gae(
-                rewards,
+                self.learned_rewards(signal.name, trajectory, rewards),
                 value,
                 float(next_values[signal.name][0]),
                 terminated and not signal.ignore_done,

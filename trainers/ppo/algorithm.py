@@ -78,7 +78,7 @@ class PPO(OnPolicy[PPOSettings, PPOBatch]):
 
     updates_between_trajectories = False  # ML-Agents fills the buffer with every queued trajectory
 
-    kind = LearnerKind(PPOSettings, tags.value_estimate)
+    kind = LearnerKind(PPOSettings, tags.value_estimate, scales_rewards=True)
 
     def build_own(self, behavior_name: str, behavior_spec: BehaviorSpec, seed: int) -> None:
         settings = self.settings
@@ -130,7 +130,12 @@ class PPO(OnPolicy[PPOSettings, PPOBatch]):
             rewards = signal.rewards(trajectory)
             terminated = trajectory.terminated and not signal.ignore_done
             signal_advantages, returns[:, i] = gae(
-                rewards, estimate[:-1], estimate[-1], terminated, signal.gamma, self.hyperparameters.lambd
+                self.learned_rewards(signal.name, trajectory, rewards),
+                estimate[:-1],
+                estimate[-1],
+                terminated,
+                signal.gamma,
+                self.hyperparameters.lambd,
             )
             advantages += signal_advantages
             # one mean per trajectory, as ML-Agents: a summary weighs trajectories equally

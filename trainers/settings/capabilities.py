@@ -34,6 +34,7 @@ from trainers.exceptions import ConfigError
 from trainers.settings.demo_files import demo_path_problems
 from trainers.settings.schema import (
     NetworkSettings,
+    POCASettings,
     RewardSignalType,
     RunOptions,
     TrainerSettings,
@@ -99,6 +100,12 @@ def _trainer_problems(where: str, settings: TrainerSettings, available: list[str
             yield (
                 f"{path}: the {kind.value} reward signal is not supported yet for trainer_type "
                 f"{trainer_type} (only extrinsic); remove it"
+            )
+        elif signal.normalize and not isinstance(settings.hyperparameters, POCASettings):
+            yield (
+                f"{path}.normalize: reward scaling is for PPO and POCA, whose updates use each reward "
+                f"once; {trainer_type}'s replay buffer would keep rewards scaled by statistics that "
+                "have since moved; remove it"
             )
         elif kind in NETWORK_SIGNALS and signal.network_settings.memory is not None:
             yield f"{path}.network_settings.memory: the {kind.value} signal's network has no memory; remove it"

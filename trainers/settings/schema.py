@@ -234,11 +234,20 @@ class SACSettings(Hyperparameters):
 
 @attrs.frozen(kw_only=True)
 class RewardSignalSettings:
-    """Keys every reward signal has: discount ``gamma``, weight ``strength``."""
+    """Keys every reward signal has: discount ``gamma``, weight ``strength``; and
+    ``normalize``, an agents-learn key (PPO and POCA): the signal's rewards are learned divided
+    by the running standard deviation of their discounted return, Stable-Baselines3's
+    ``VecNormalize`` reward scaling (:mod:`trainers.reward_signals.return_scale`)."""
 
     gamma: float = 0.99
     strength: float = 1.0
     network_settings: NetworkSettings = attrs.Factory(NetworkSettings)
+    _normalize: bool | None = attrs.field(default=None, alias="normalize", metadata={NEWER_KEY: True})
+
+    @property
+    def normalize(self) -> bool:
+        """Scale the learned rewards by their discounted return's spread; False unless set."""
+        return bool(self._normalize)
 
 
 @attrs.frozen(kw_only=True)
