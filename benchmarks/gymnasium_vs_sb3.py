@@ -28,9 +28,10 @@ up, with ``gymnasium[classic-control]`` added). Both ML-Agents-choice runs use t
   tuned PPO settings, ``normalize: true`` as observation and reward scaling), 300k of the 1M
   steps by default (``--max-steps`` sets another; RL Zoo publishes 5819 +- 664 at 1M). SB3:
   ``PPO('MlpPolicy', VecNormalize(make_vec_env('HalfCheetah-v5', seed=S), gamma=0.98), ...)``
-  with RL Zoo's settings, ``log_std_init=-2`` and ``vf_coef`` included (no keys here).
-  ``ours-unscaled``: the configuration without ``reward_signals.*.normalize``. Threshold: a
-  window mean >= 1500. Window: 10000 steps.
+  with RL Zoo's settings, ``vf_coef`` included (no key here). ``ours-mlagents-std``: the
+  configuration without ``log_std_init`` (ML-Agents' starting spread); ``ours-unscaled``:
+  without ``log_std_init`` and without ``reward_signals.*.normalize``. Threshold: a window mean
+  >= 1500. Window: 10000 steps.
 - ``acrobot``: PPO on Acrobot-v1, ``config/gymnasium/ppo/Acrobot.yaml`` (16 copies, RL Zoo's
   settings), 200k steps (the configuration says 1M), ours and the two ML-Agents-choice trainers
   only. Threshold: a window mean >= -100. Window: 20000 steps.
@@ -79,12 +80,12 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-TRAINERS = ("ours", "sb3", "ours-mlagents", "mlagents", "ours-unscaled")
+TRAINERS = ("ours", "sb3", "ours-mlagents", "mlagents", "ours-unscaled", "ours-mlagents-std")
 SUMMARY = re.compile(r"\. Step: (\d+)\. Time Elapsed: ([\d.]+) s\. (?:Mean Reward: (-?\d+(?:\.\d+)?)|No episode)")
 # The keys agents-learn has beyond ML-Agents' (docs/gymnasium.md); without them a configuration
 # trains with ML-Agents' choices, as mlagents-learn reads it.
 OWN_KEYS = {
-    "hyperparameters": ("epsilon_floor", "max_grad_norm", "adam_epsilon", "advantage_normalization"),
+    "hyperparameters": ("epsilon_floor", "max_grad_norm", "adam_epsilon", "advantage_normalization", "log_std_init"),
     "network_settings": ("activation",),
 }
 
@@ -119,7 +120,7 @@ TASKS = {
         300_000,
         10_000,
         1500.0,
-        ("ours", "sb3", "ours-unscaled"),
+        ("ours", "sb3", "ours-unscaled", "ours-mlagents-std"),
     ),
     "acrobot": Task(
         "acrobot",
@@ -188,11 +189,15 @@ print(json.dumps({"steps": model.num_timesteps, "learn_s": time.monotonic() - st
 """
 
 
-def written_config(task: Task, folder: Path, *, mlagents_choices: bool, unscaled: bool = False) -> tuple[Path, int]:
-    """The task's configuration with the task's ``max_steps``, written into ``folder``; with
-    ``mlagents_choices``, also without ``OWN_KEYS`` and ``env_settings`` (which mlagents-learn
-    does not know) and the reward signals' ``normalize``; ``unscaled``: without the latter only.
-    And the copies its ``env_settings`` asked for."""
+def written_config(task: Task, folder: Path, trainer: str) -> tuple[Path, int]:
+    """The task's configuration with the task's ``max_steps``, as ``trainer`` runs it, written
+    into ``folder``: ML-Agents' choices (``ours-mlagents``, ``mlagents``) without ``OWN_KEYS``,
+    the reward signals' ``normalize`` and ``env_settings`` (which mlagents-learn does not know);
+    ``ours-mlagents-std`` without ``log_std_init``; ``ours-unscaled`` without that and the reward
+    signals' ``normalize``. And the copies its ``env_settings`` asked for."""
+    mlagents_choices = trainer in ("ours-mlagents", "mlagents")
+    unscaled = mlagents_choices or trainer == "ours-unscaled"
+    default_std = unscaled or trainer == "ours-mlagents-std"
     config = yaml.safe_load(task.config.read_text())
     copies = int(config.get("env_settings", {}).get("envs_per_worker", 1))
     if mlagents_choices:
@@ -202,10 +207,11 @@ def written_config(task: Task, folder: Path, *, mlagents_choices: bool, unscaled
         for section, keys in OWN_KEYS.items() if mlagents_choices else ():
             for key in keys:
                 behavior.get(section, {}).pop(key, None)
-        for signal in behavior.get("reward_signals", {}).values() if unscaled or mlagents_choices else ():
+        for signal in behavior.get("reward_signals", {}).values() if unscaled else ():
             signal.pop("normalize", None)
-    variant = "-mlagents-choices" if mlagents_choices else "-unscaled" if unscaled else ""
-    path = folder / f"{task.name}{variant}.yaml"
+        if default_std:
+            behavior.get("hyperparameters", {}).pop("log_std_init", None)
+    path = folder / f"{task.name}-{trainer}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path, copies
 
@@ -216,11 +222,8 @@ def command(trainer: str, task: Task, seed: int, results: Path, interpreters: di
     if trainer == "sb3":
         args = [task.name, task.env_id, str(seed), str(task.max_steps), str(task.window)]
         return [interpreters["sb3"], "-c", SB3_SCRIPT, *args]
-    mlagents_choices = trainer in ("ours-mlagents", "mlagents")
-    config, copies = written_config(
-        task, results.parent, mlagents_choices=mlagents_choices, unscaled=trainer == "ours-unscaled"
-    )
-    if trainer in ("ours", "ours-unscaled"):
+    config, copies = written_config(task, results.parent, trainer)
+    if trainer in ("ours", "ours-unscaled", "ours-mlagents-std"):
         return [agents_learn, str(config), *run]
     env = f"--env=gymnasium:{task.env_id}"
     if trainer == "ours-mlagents":

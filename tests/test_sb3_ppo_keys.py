@@ -1,13 +1,17 @@
 """Stable-Baselines3's PPO choices as agents-learn keys (docs/gymnasium.md), in PPO and POCA:
 ``adam_epsilon`` reaches the optimiser, ``epsilon_floor`` ends the linear clip schedule,
 ``max_grad_norm`` clips every minibatch's gradient, and ``advantage_normalization: minibatch``
-normalises each minibatch's advantages; unset, each is ML-Agents' (1e-8, 0.1, no clipping, over
-the buffer). The activation is tested with the networks (tests/test_networks.py), the learning
+normalises each minibatch's advantages, ``log_std_init`` starts the Gaussian's spread in the
+environment's units; unset, each is ML-Agents' (1e-8, 0.1, no clipping, over the buffer, log
+standard deviation 0 on the policy's side). The activation is tested with the networks (tests/test_networks.py), the learning
 they bring with CartPole (tests/test_gymnasium_run.py)."""
 
 from __future__ import annotations
 
+import math
+
 import attrs
+import numpy as np
 import pytest
 import torch
 
@@ -17,10 +21,17 @@ from stats import StatsReporter
 from tests.steps import behavior_spec
 from tests.test_poca_run import grouped_trajectories
 from tests.test_ppo_trainer import SPEC, settings, trajectory
+from trainers.exceptions import ConfigError
 from trainers.poca.algorithm import POCA
 from trainers.ppo.algorithm import PPO
 from trainers.ppo.maths import clipped_surrogate_loss, normalized_advantages
-from trainers.settings import POCASettings, PPOSettings, TrainerSettings
+from trainers.settings import (
+    POCASettings,
+    PPOSettings,
+    TrainerSettings,
+    structure_run_options,
+    unstructure_run_options,
+)
 
 SB3 = {"epsilon_floor": 0.0, "max_grad_norm": 0.5, "adam_epsilon": 1e-5}
 
@@ -113,3 +124,32 @@ def test_a_minibatch_normalises_over_its_real_rows_and_leaves_padding_at_zero():
     expected = (torch.tensor([1.0, 3.0, 5.0]) - 3.0) / torch.tensor([1.0, 3.0, 5.0]).std(correction=0)
     assert torch.allclose(out[real], expected) and out[2] == 0
     assert torch.equal(normalized_advantages(torch.tensor([7.0])), torch.tensor([7.0]))  # one row: as it is
+
+
+@pytest.mark.parametrize("make", [ppo, poca], ids=["ppo", "poca"])
+def test_log_std_init_sets_the_starting_spread_in_the_environments_units(make):
+    """SB3's ``log_std_init: -2``: actions reach the environment with a standard deviation of
+    e^-2 (the policy's own Gaussian is 3 times wider: its actions are divided by 3 on the way);
+    unset, ML-Agents' start (log standard deviation 0 on the policy's side)."""
+    assert torch.equal(make().policy.actor.log_std, torch.zeros_like(make().policy.actor.log_std))
+    learner = make(log_std_init=-2.0)
+    assert torch.allclose(learner.policy.actor.log_std, torch.full_like(learner.policy.actor.log_std, -2 + math.log(3)))
+    size = learner.policy.behavior_spec.observation_specs[0].shape[0]
+    rows = 20_000
+    one_observation = [np.zeros((rows, size), np.float32)]
+    actions = learner.policy.act(one_observation, None, np.arange(rows)).env_actions.continuous
+    assert np.allclose(actions.std(axis=0), math.exp(-2), rtol=0.03)
+
+
+def test_log_std_init_is_refused_where_there_are_no_continuous_actions_or_for_sac():
+    discrete = behavior_spec(continuous=0, branches=(3,))
+    behavior = settings(hyperparameters=PPOSettings(log_std_init=-1.0))
+    with pytest.raises(ConfigError, match=r"behaviors\.Grid\.hyperparameters\.log_std_init: Grid has no continuous"):
+        PPO(behavior_name="Grid", behavior_spec=discrete, settings=behavior, stats_reporter=StatsReporter("G"))
+    with pytest.raises(ConfigError, match="log_std_init"):
+        structure_run_options({"behaviors": {"B": {"trainer_type": "sac", "hyperparameters": {"log_std_init": -2}}}})
+    written = unstructure_run_options(
+        structure_run_options({"behaviors": {"A": {"hyperparameters": {"log_std_init": -2}}, "B": {}}})
+    )
+    assert written["behaviors"]["A"]["hyperparameters"]["log_std_init"] == -2
+    assert "log_std_init" not in written["behaviors"]["B"]["hyperparameters"]  # ML-Agents 0.28 loads the file

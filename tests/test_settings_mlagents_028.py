@@ -58,6 +58,7 @@ NEWER_PATHS = {
     "behaviors.B.hyperparameters.max_grad_norm",
     "behaviors.B.hyperparameters.adam_epsilon",
     "behaviors.B.hyperparameters.advantage_normalization",
+    "behaviors.B.hyperparameters.log_std_init",
     "behaviors.B.network_settings.activation",
     "env_settings.timeout_wait",
     "env_settings.ray_address",
@@ -73,6 +74,7 @@ NEWER_PPO_KEYS: dict[str, Any] = {
     "max_grad_norm": 0.5,
     "adam_epsilon": 1e-5,
     "advantage_normalization": "minibatch",
+    "log_std_init": -2.0,
 }
 
 
@@ -179,6 +181,7 @@ def test_newer_keys_are_left_out_unless_set(tmp_path: Path) -> None:
 @pytest.mark.parametrize("where", ["behavior", "default_settings"])
 def test_newer_keys_set_in_yaml_are_kept_even_at_their_defaults(where: str, tmp_path: Path) -> None:
     sb3 = {"epsilon_floor": 0.1, "max_grad_norm": 0.5, "adam_epsilon": 1e-8, "advantage_normalization": "buffer"}
+    sb3["log_std_init"] = -1.0  # no default value to restate: unset is ML-Agents' start
     trainer = {
         "even_checkpoints": False,
         "hyperparameters": {"shared_critic": False, **sb3},
@@ -244,7 +247,7 @@ def _everything() -> RunOptions:
     (default_settings is TrainerSettings again, checked in the tests above)."""
     net = NetworkSettings(memory=MemorySettings(sequence_length=16, memory_size=32), activation="tanh")
     signals = {
-        RewardSignalType.EXTRINSIC: ExtrinsicSettings(),
+        RewardSignalType.EXTRINSIC: ExtrinsicSettings(normalize=True),
         RewardSignalType.CURIOSITY: CuriositySettings(encoding_size=64),
         RewardSignalType.RND: RNDSettings(encoding_size=64),
         RewardSignalType.GAIL: GAILSettings(demo_path="a.demo", encoding_size=64),
@@ -301,7 +304,14 @@ def test_every_key_0_28_does_not_know_is_marked_newer(tmp_path: Path) -> None:
     marked = set().union(
         *(
             _newer_aliases(cl)
-            for cl in (TrainerSettings, PPOSettings, NetworkSettings, EnvironmentSettings, EngineSettings)
+            for cl in (
+                TrainerSettings,
+                PPOSettings,
+                NetworkSettings,
+                ExtrinsicSettings,
+                EnvironmentSettings,
+                EngineSettings,
+            )
         )
     )
     assert {path.rsplit(".", 1)[1] for path in found.unknown_keys} == marked
@@ -312,7 +322,9 @@ def test_every_key_0_28_does_not_know_is_marked_newer(tmp_path: Path) -> None:
         "max_grad_norm",
         "adam_epsilon",
         "advantage_normalization",
+        "log_std_init",
         "activation",
+        "normalize",
         "timeout_wait",
         "ray_address",
         "envs_per_worker",

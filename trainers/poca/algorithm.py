@@ -47,7 +47,7 @@ from trainers.poca.buffer import POCABatch, POCABuffer
 from trainers.poca.networks import GroupObservations, POCACritic
 from trainers.ppo.maths import clipped_surrogate_loss, clipped_value_loss, gae
 from trainers.ppo.maths import value_loss as value_loss_of
-from trainers.ppo.on_policy import OnPolicy
+from trainers.ppo.on_policy import OnPolicy, apply_log_std_init
 from trainers.reward_signals.base import signal_tag
 from trainers.reward_signals.learner import LearnerKind
 from trainers.seeding import Stream
@@ -64,6 +64,7 @@ class POCA(OnPolicy[POCASettings, POCABatch]):
     def build_own(self, behavior_name: str, behavior_spec: BehaviorSpec, seed: int) -> None:
         settings = self.settings
         hyperparameters = self.hyperparameters
+        apply_log_std_init(self.policy, hyperparameters, behavior_name)
         self._baseline_tags = [signal_tag(name, tags.baseline_estimate) for name in self.stream_names]
         self._group_rewards: dict[str, float] = {}  # agent id -> group reward of its episode so far
         self.critic: POCACritic = POCACritic(

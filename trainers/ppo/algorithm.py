@@ -35,7 +35,7 @@ from trainers.networks.sequences import CriticMemories, masked_mean
 from trainers.ppo.buffer import PPOBatch, UpdateBuffer
 from trainers.ppo.maths import clipped_surrogate_loss, gae
 from trainers.ppo.maths import value_loss as value_loss_of
-from trainers.ppo.on_policy import OnPolicy
+from trainers.ppo.on_policy import OnPolicy, apply_log_std_init
 from trainers.reward_signals.learner import LearnerKind
 from trainers.seeding import Stream
 from trainers.settings import PPOSettings
@@ -83,6 +83,7 @@ class PPO(OnPolicy[PPOSettings, PPOBatch]):
     def build_own(self, behavior_name: str, behavior_spec: BehaviorSpec, seed: int) -> None:
         settings = self.settings
         hyperparameters = self.hyperparameters
+        apply_log_std_init(self.policy, hyperparameters, behavior_name)
         generator = seeding.generator(seed, Stream.CRITIC_INIT)
         if hyperparameters.shared_critic:
             self.critic: Critic | _SharedCritic = _SharedCritic(self.policy, self.stream_names, generator)

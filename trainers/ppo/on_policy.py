@@ -5,6 +5,7 @@ the same way."""
 
 from __future__ import annotations
 
+import math
 from abc import abstractmethod
 from collections.abc import Iterator, Mapping
 from typing import Any, Generic, Protocol, Self, TypeVar
@@ -15,7 +16,9 @@ from torch import nn
 
 from stats import tags
 from trainers import seeding
+from trainers.exceptions import ConfigError
 from trainers.networks.optimizers import gradient_step
+from trainers.networks.policy import ACTION_CLIP, TorchPolicy
 from trainers.networks.sequences import sequence_rows
 from trainers.reward_signals.base import SignalBatch
 from trainers.reward_signals.learner import Learner
@@ -36,6 +39,22 @@ def schedules(hyperparameters: POCASettings, step: int, max_steps: int) -> tuple
     beta = decayed_value(hp.beta_schedule, hp.beta, MIN_BETA, step, max_steps)
     epsilon = decayed_value(hp.epsilon_schedule, hp.epsilon, hp.epsilon_floor, step, max_steps)
     return learning_rate, beta, epsilon
+
+
+def apply_log_std_init(policy: TorchPolicy, hyperparameters: POCASettings, behavior_name: str) -> None:
+    """Start the policy's Gaussian at ``log_std_init`` (environment units: the policy's actions
+    are clipped at ±ACTION_CLIP and divided by it, so its own log standard deviation is the key
+    plus ln ACTION_CLIP); a ConfigError when the behavior has no continuous actions."""
+    value = hyperparameters.log_std_init
+    if value is None:
+        return
+    if not policy.continuous_size:
+        raise ConfigError(
+            f"behaviors.{behavior_name}.hyperparameters.log_std_init: {behavior_name} has no "
+            "continuous actions whose spread it could set; remove it"
+        )
+    with torch.no_grad():
+        policy.actor.log_std.fill_(value + math.log(ACTION_CLIP))
 
 
 def minibatches(

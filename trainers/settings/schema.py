@@ -177,6 +177,7 @@ class POCASettings(Hyperparameters):
     _advantage_normalization: AdvantageNormalization | None = attrs.field(
         default=None, alias="advantage_normalization", metadata={NEWER_KEY: True}
     )
+    _log_std_init: float | None = attrs.field(default=None, alias="log_std_init", metadata={NEWER_KEY: True})
 
     @property
     def epsilon_floor(self) -> float:
@@ -193,6 +194,13 @@ class POCASettings(Hyperparameters):
     def adam_epsilon(self) -> float:
         """Adam's epsilon: torch's and ML-Agents' 1e-8 unless set (SB3's PPO: 1e-5)."""
         return DEFAULT_ADAM_EPSILON if self._adam_epsilon is None else self._adam_epsilon
+
+    @property
+    def log_std_init(self) -> float | None:
+        """The continuous actions' starting log standard deviation in the environment's units, as
+        SB3's ``policy_kwargs.log_std_init``; None unless set: ML-Agents' start, 0 on actions that
+        are divided by 3 on their way to the environment (ln(1/3) = -1.10 in these units)."""
+        return self._log_std_init
 
     @property
     def advantage_normalization(self) -> AdvantageNormalization:
