@@ -32,6 +32,11 @@ up, with ``gymnasium[classic-control]`` added). Both ML-Agents-choice runs use t
   configuration without ``log_std_init`` (ML-Agents' starting spread); ``ours-unscaled``:
   without ``log_std_init`` and without ``reward_signals.*.normalize``. Threshold: a window mean
   >= 1500. Window: 10000 steps.
+- ``hopper-ppo``: PPO on Hopper-v5, ``config/gymnasium/ppo/Hopper.yaml`` (RL Zoo's tuned PPO
+  settings, translated as for HalfCheetah), the configuration's 1M steps (RL Zoo publishes 2410 +-
+  10 at 1M, deterministic evaluation of one run). SB3: as ``halfcheetah-ppo`` with Hopper's
+  settings (``gamma=0.999`` for VecNormalize too, ``vf_coef`` included). ``ours-mlagents-std`` and
+  ``ours-unscaled`` as for HalfCheetah. Threshold: a window mean >= 1000. Window: 10000 steps.
 - ``acrobot``: PPO on Acrobot-v1, ``config/gymnasium/ppo/Acrobot.yaml`` (16 copies, RL Zoo's
   settings), 200k steps (the configuration says 1M), ours and the two ML-Agents-choice trainers
   only. Threshold: a window mean >= -100. Window: 20000 steps.
@@ -122,6 +127,15 @@ TASKS = {
         1500.0,
         ("ours", "sb3", "ours-unscaled", "ours-mlagents-std"),
     ),
+    "hopper-ppo": Task(
+        "hopper-ppo",
+        "Hopper-v5",
+        REPO / "config/gymnasium/ppo/Hopper.yaml",
+        1_000_000,
+        10_000,
+        1000.0,
+        ("ours", "sb3", "ours-unscaled", "ours-mlagents-std"),
+    ),
     "acrobot": Task(
         "acrobot",
         "Acrobot-v1",
@@ -177,6 +191,12 @@ elif task == "halfcheetah-ppo":
     model = PPO("MlpPolicy", VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.98),
                 batch_size=64, n_steps=512, gamma=0.98, learning_rate=2.0633e-05, ent_coef=0.000401762,
                 clip_range=0.1, n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8, vf_coef=0.58096,
+                policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=nn.ReLU,
+                                   net_arch=dict(pi=[256, 256], vf=[256, 256])), seed=seed, device="cpu")
+elif task == "hopper-ppo":
+    model = PPO("MlpPolicy", VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.999),
+                batch_size=32, n_steps=512, gamma=0.999, learning_rate=9.80828e-05, ent_coef=0.00229519,
+                clip_range=0.2, n_epochs=5, gae_lambda=0.99, max_grad_norm=0.7, vf_coef=0.835671,
                 policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=nn.ReLU,
                                    net_arch=dict(pi=[256, 256], vf=[256, 256])), seed=seed, device="cpu")
 elif task == "pendulum":
