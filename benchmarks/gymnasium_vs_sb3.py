@@ -178,6 +178,14 @@ class Windows(BaseCallback):
         return True
 
 
+MUJOCO_PPO = {
+    "halfcheetah-ppo": dict(batch_size=64, gamma=0.98, learning_rate=2.0633e-05, ent_coef=0.000401762,
+                            clip_range=0.1, n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8, vf_coef=0.58096),
+    "hopper-ppo": dict(batch_size=32, gamma=0.999, learning_rate=9.80828e-05, ent_coef=0.00229519,
+                       clip_range=0.2, n_epochs=5, gae_lambda=0.99, max_grad_norm=0.7, vf_coef=0.835671),
+}
+
+
 def linear(start):
     return lambda progress_remaining: progress_remaining * start
 
@@ -186,19 +194,14 @@ if task == "cartpole":
     model = PPO("MlpPolicy", make_vec_env(env_id, n_envs=8, seed=seed), n_steps=32, batch_size=256,
                 gae_lambda=0.8, gamma=0.98, n_epochs=20, ent_coef=0.0, learning_rate=linear(1e-3),
                 clip_range=linear(0.2), seed=seed, device="cpu")
-elif task == "halfcheetah-ppo":
-    # Monitor is inside VecNormalize (make_vec_env wraps each copy): episode returns stay raw
-    model = PPO("MlpPolicy", VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.98),
-                batch_size=64, n_steps=512, gamma=0.98, learning_rate=2.0633e-05, ent_coef=0.000401762,
-                clip_range=0.1, n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8, vf_coef=0.58096,
-                policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=nn.ReLU,
-                                   net_arch=dict(pi=[256, 256], vf=[256, 256])), seed=seed, device="cpu")
-elif task == "hopper-ppo":
-    model = PPO("MlpPolicy", VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=0.999),
-                batch_size=32, n_steps=512, gamma=0.999, learning_rate=9.80828e-05, ent_coef=0.00229519,
-                clip_range=0.2, n_epochs=5, gae_lambda=0.99, max_grad_norm=0.7, vf_coef=0.835671,
-                policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=nn.ReLU,
-                                   net_arch=dict(pi=[256, 256], vf=[256, 256])), seed=seed, device="cpu")
+elif task in MUJOCO_PPO:
+    # RL Zoo's MuJoCo PPO: one copy, VecNormalize with the task's gamma; Monitor is inside
+    # VecNormalize (make_vec_env wraps each copy), so episode returns stay raw
+    settings = MUJOCO_PPO[task]
+    model = PPO("MlpPolicy", VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=settings["gamma"]),
+                n_steps=512, policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=nn.ReLU,
+                                                 net_arch=dict(pi=[256, 256], vf=[256, 256])),
+                seed=seed, device="cpu", **settings)
 elif task == "pendulum":
     model = SAC("MlpPolicy", env_id, learning_rate=1e-3, seed=seed, device="cpu")
 else:
