@@ -1,9 +1,10 @@
 """Gymnasium tasks, ours (``agents-learn``) against Stable-Baselines3 2.9.2 with the same RL Zoo
 settings, per task and seed. Prints JSON (and writes it to ``--out`` after every run).
 
-Trainers: ``ours`` (the configuration as it is), ``sb3``, and two with ML-Agents' choices, the
-configuration without the keys agents-learn has beyond ML-Agents' (``OWN_KEYS``: ``activation``,
-``max_grad_norm``, ``adam_epsilon``, ``epsilon_floor``, ``advantage_normalization``): ``ours-mlagents`` (agents-learn) and
+Trainers: ``ours`` (the configuration as it is), ``sb3`` (and ``sb3-no-sde``: see ``pendulum-ppo``),
+and two with ML-Agents' choices, the configuration without the keys agents-learn has beyond
+ML-Agents' (``OWN_KEYS``: ``activation``, ``max_grad_norm``, ``adam_epsilon``, ``epsilon_floor``,
+``advantage_normalization``, ``log_std_init``): ``ours-mlagents`` (agents-learn) and
 ``mlagents`` (ML-Agents 0.28's own ``mlagents-learn`` trainers through
 ``benchmarks/_mlagents_builtin_learn.py``, our Gymnasium adapter as its environment, in its
 process; ``--mlagents-python``, a scratch venv as ``benchmarks/mlagents_sac_anchor.py`` sets it
@@ -37,6 +38,12 @@ up, with ``gymnasium[classic-control]`` added). Both ML-Agents-choice runs use t
   10 at 1M, deterministic evaluation of one run). SB3: as ``halfcheetah-ppo`` with Hopper's
   settings (``gamma=0.999`` for VecNormalize too, ``vf_coef`` included). ``ours-mlagents-std`` and
   ``ours-unscaled`` as for HalfCheetah. Threshold: a window mean >= 1000. Window: 10000 steps.
+- ``pendulum-ppo``: PPO on Pendulum-v1, ``config/gymnasium/ppo/Pendulum.yaml`` (4 copies, RL Zoo's
+  tuned settings without gSDE, the configuration's 100k steps; RL Zoo publishes -172 +- 104 at
+  100k). SB3: ``PPO('MlpPolicy', make_vec_env('Pendulum-v1', n_envs=4, seed=S), n_steps=1024,
+  gae_lambda=0.95, gamma=0.9, n_epochs=10, ent_coef=0.0, learning_rate=1e-3, clip_range=0.2,
+  use_sde=True, sde_sample_freq=4, seed=S)``, RL Zoo's settings; ``sb3-no-sde``: the same without
+  ``use_sde`` and ``sde_sample_freq``. Threshold: a window mean >= -200. Window: 10000 steps.
 - ``acrobot``: PPO on Acrobot-v1, ``config/gymnasium/ppo/Acrobot.yaml`` (16 copies, RL Zoo's
   settings), 200k steps (the configuration says 1M), ours and the two ML-Agents-choice trainers
   only. Threshold: a window mean >= -100. Window: 20000 steps.
@@ -85,7 +92,8 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-TRAINERS = ("ours", "sb3", "ours-mlagents", "mlagents", "ours-unscaled", "ours-mlagents-std")
+TRAINERS = ("ours", "sb3", "ours-mlagents", "mlagents", "ours-unscaled", "ours-mlagents-std", "sb3-no-sde")
+SB3_TRAINERS = ("sb3", "sb3-no-sde")  # run by --sb3-python
 SUMMARY = re.compile(r"\. Step: (\d+)\. Time Elapsed: ([\d.]+) s\. (?:Mean Reward: (-?\d+(?:\.\d+)?)|No episode)")
 # The keys agents-learn has beyond ML-Agents' (docs/gymnasium.md); without them a configuration
 # trains with ML-Agents' choices, as mlagents-learn reads it.
@@ -135,6 +143,15 @@ TASKS = {
         10_000,
         1000.0,
         ("ours", "sb3", "ours-unscaled", "ours-mlagents-std"),
+    ),
+    "pendulum-ppo": Task(
+        "pendulum-ppo",
+        "Pendulum-v1",
+        REPO / "config/gymnasium/ppo/Pendulum.yaml",
+        100_000,
+        10_000,
+        -200.0,
+        ("ours", "sb3", "sb3-no-sde", "ours-mlagents"),
     ),
     "acrobot": Task(
         "acrobot",
@@ -202,6 +219,12 @@ elif task in MUJOCO_PPO:
                 n_steps=512, policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=nn.ReLU,
                                                  net_arch=dict(pi=[256, 256], vf=[256, 256])),
                 seed=seed, device="cpu", **settings)
+elif task in ("pendulum-ppo", "pendulum-ppo-no-sde"):
+    # RL Zoo's tuned PPO for Pendulum-v1, gSDE resampled every 4 steps; "-no-sde": without gSDE
+    sde = dict(use_sde=True, sde_sample_freq=4) if task == "pendulum-ppo" else {}
+    model = PPO("MlpPolicy", make_vec_env(env_id, n_envs=4, seed=seed), n_steps=1024, gae_lambda=0.95,
+                gamma=0.9, n_epochs=10, ent_coef=0.0, learning_rate=1e-3, clip_range=0.2, seed=seed,
+                device="cpu", **sde)
 elif task == "pendulum":
     model = SAC("MlpPolicy", env_id, learning_rate=1e-3, seed=seed, device="cpu")
 else:
@@ -242,8 +265,9 @@ def written_config(task: Task, folder: Path, trainer: str) -> tuple[Path, int]:
 def command(trainer: str, task: Task, seed: int, results: Path, interpreters: dict[str, str]) -> list[str]:
     run = ["--run-id=run", f"--seed={seed}", f"--results-dir={results}"]
     agents_learn = str(Path(sys.executable).with_name("agents-learn"))
-    if trainer == "sb3":
-        args = [task.name, task.env_id, str(seed), str(task.max_steps), str(task.window)]
+    if trainer in SB3_TRAINERS:
+        name = task.name if trainer == "sb3" else f"{task.name}-no-sde"
+        args = [name, task.env_id, str(seed), str(task.max_steps), str(task.window)]
         return [interpreters["sb3"], "-c", SB3_SCRIPT, *args]
     config, copies = written_config(task, results.parent, trainer)
     if trainer in ("ours", "ours-unscaled", "ours-mlagents-std"):
@@ -257,7 +281,7 @@ def command(trainer: str, task: Task, seed: int, results: Path, interpreters: di
 
 def parse(trainer: str, line: str) -> tuple[str, Any] | None:
     """A window ("window", (step, mean or None)) or SB3's end ("end", {...}) from one output line."""
-    if trainer != "sb3":
+    if trainer not in SB3_TRAINERS:
         match = SUMMARY.search(line)
         if match is None:
             return None
@@ -349,8 +373,9 @@ def main() -> None:
             if trainer not in task.trainers:
                 entry[trainer] = {"skipped": f"not run on {name}"}
                 continue
-            if trainer in interpreters and not Path(interpreters[trainer]).exists():
-                entry[trainer] = {"skipped": f"no {trainer} interpreter at {interpreters[trainer]}"}
+            interpreter = "sb3" if trainer in SB3_TRAINERS else trainer
+            if interpreter in interpreters and not Path(interpreters[interpreter]).exists():
+                entry[trainer] = {"skipped": f"no {interpreter} interpreter at {interpreters[interpreter]}"}
                 continue
             runs = [run for run in entry.get(trainer, {}).get("runs", []) if run["seed"] not in args.seeds]
             for seed in args.seeds:

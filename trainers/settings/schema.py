@@ -197,9 +197,11 @@ class POCASettings(Hyperparameters):
 
     @property
     def log_std_init(self) -> float | None:
-        """The continuous actions' starting log standard deviation in the environment's units, as
-        SB3's ``policy_kwargs.log_std_init``; None unless set: ML-Agents' start, 0 on actions that
-        are divided by 3 on their way to the environment (ln(1/3) = -1.10 in these units)."""
+        """The continuous actions' starting log standard deviation on the policy's [-1, 1]
+        actions: SB3's ``policy_kwargs.log_std_init`` where the environment's bounds are [-1, 1]
+        (MuJoCo's), SB3's minus ln of half the bounds' range elsewhere (a Gymnasium adapter maps
+        [-1, 1] onto the bounds; SB3's PPO clips at them). None unless set: ML-Agents' start, 0 on
+        actions that are divided by 3 on their way (ln(1/3) = -1.10 in these units)."""
         return self._log_std_init
 
     @property
