@@ -44,6 +44,10 @@ up, with ``gymnasium[classic-control]`` added). Both ML-Agents-choice runs use t
   gae_lambda=0.95, gamma=0.9, n_epochs=10, ent_coef=0.0, learning_rate=1e-3, clip_range=0.2,
   use_sde=True, sde_sample_freq=4, seed=S)``, RL Zoo's settings; ``sb3-no-sde``: the same without
   ``use_sde`` and ``sde_sample_freq``. Threshold: a window mean >= -200. Window: 10000 steps.
+- ``walker-ppo``: PPO on Walker2d-v5, ``config/gymnasium/ppo/Walker2d.yaml`` (RL Zoo's tuned PPO
+  settings, which keep SB3's default networks: tanh 2 x 64, orthogonal initialisation, a starting
+  log standard deviation of 0), the configuration's 1M steps. SB3: as ``halfcheetah-ppo`` with
+  Walker2d's settings and no ``policy_kwargs``. Threshold: a window mean >= 1000. Window: 10000 steps.
 - ``acrobot``: PPO on Acrobot-v1, ``config/gymnasium/ppo/Acrobot.yaml`` (16 copies, RL Zoo's
   settings), 200k steps (the configuration says 1M), ours and the two ML-Agents-choice trainers
   only. Threshold: a window mean >= -100. Window: 20000 steps.
@@ -153,6 +157,15 @@ TASKS = {
         -200.0,
         ("ours", "sb3", "sb3-no-sde", "ours-mlagents"),
     ),
+    "walker-ppo": Task(
+        "walker-ppo",
+        "Walker2d-v5",
+        REPO / "config/gymnasium/ppo/Walker2d.yaml",
+        1_000_000,
+        10_000,
+        1000.0,
+        ("ours", "sb3", "ours-unscaled", "ours-mlagents-std"),
+    ),
     "acrobot": Task(
         "acrobot",
         "Acrobot-v1",
@@ -195,11 +208,16 @@ class Windows(BaseCallback):
         return True
 
 
-MUJOCO_PPO = {
+TUNED_256 = dict(log_std_init=-2, ortho_init=False, activation_fn=nn.ReLU, net_arch=dict(pi=[256, 256], vf=[256, 256]))
+MUJOCO_PPO = {  # RL Zoo's settings; policy_kwargs: its tuned networks, or SB3's defaults where it gives none
     "halfcheetah-ppo": dict(batch_size=64, gamma=0.98, learning_rate=2.0633e-05, ent_coef=0.000401762,
-                            clip_range=0.1, n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8, vf_coef=0.58096),
+                            clip_range=0.1, n_epochs=20, gae_lambda=0.92, max_grad_norm=0.8, vf_coef=0.58096,
+                            policy_kwargs=TUNED_256),
     "hopper-ppo": dict(batch_size=32, gamma=0.999, learning_rate=9.80828e-05, ent_coef=0.00229519,
-                       clip_range=0.2, n_epochs=5, gae_lambda=0.99, max_grad_norm=0.7, vf_coef=0.835671),
+                       clip_range=0.2, n_epochs=5, gae_lambda=0.99, max_grad_norm=0.7, vf_coef=0.835671,
+                       policy_kwargs=TUNED_256),
+    "walker-ppo": dict(batch_size=32, gamma=0.99, learning_rate=5.05041e-05, ent_coef=0.000585045,
+                       clip_range=0.1, n_epochs=20, gae_lambda=0.95, max_grad_norm=1.0, vf_coef=0.871923),
 }
 
 
@@ -216,9 +234,7 @@ elif task in MUJOCO_PPO:
     # VecNormalize (make_vec_env wraps each copy), so episode returns stay raw
     settings = MUJOCO_PPO[task]
     model = PPO("MlpPolicy", VecNormalize(make_vec_env(env_id, n_envs=1, seed=seed), gamma=settings["gamma"]),
-                n_steps=512, policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=nn.ReLU,
-                                                 net_arch=dict(pi=[256, 256], vf=[256, 256])),
-                seed=seed, device="cpu", **settings)
+                n_steps=512, seed=seed, device="cpu", **settings)
 elif task in ("pendulum-ppo", "pendulum-ppo-no-sde"):
     # RL Zoo's tuned PPO for Pendulum-v1, gSDE resampled every 4 steps; "-no-sde": without gSDE
     sde = dict(use_sde=True, sde_sample_freq=4) if task == "pendulum-ppo" else {}
