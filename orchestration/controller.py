@@ -332,12 +332,35 @@ class TrainerController:
             self._trainer_stop.set()
             for thread in self.threads.values():
                 thread.join(TRAINER_JOIN_TIMEOUT_S)
-            try:
-                env_manager.close()
-            finally:
-                saved = self.save_all()
+            saved = self._save_while_closing(env_manager)
         self._raise_first_failure()
         return RunOutcome(interrupted, {n: t.step for n, t in self.trainers.items()}, tuple(saved))
+
+    def _save_while_closing(self, env_manager: StepSource) -> list[str]:
+        """Save every behavior while the environments close in a thread of their own: a build
+        takes a while to quit, and saving needs nothing of it. An error closing them is raised
+        once everything is saved (logged, when saving raised too)."""
+        errors: list[BaseException] = []
+
+        def close() -> None:
+            try:
+                env_manager.close()
+            except BaseException as error:  # noqa: BLE001 - raised on the caller's thread
+                errors.append(error)
+
+        closer = threading.Thread(target=close, name="close-environments")
+        closer.start()
+        try:
+            saved = self.save_all()
+        except BaseException:
+            closer.join()
+            for error in errors:
+                logger.error("Closing the environments failed too: %s: %s", type(error).__name__, error)
+            raise
+        closer.join()
+        if errors:
+            raise errors[0]
+        return saved
 
     def _raise_first_failure(self) -> None:
         for thread in self.threads.values():

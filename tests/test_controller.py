@@ -164,3 +164,35 @@ def test_stop_request_saves_every_behavior(tmp_path):
     outcome = controller.run(manager)
     assert outcome.interrupted and len(rounds) == 50
     assert (tmp_path / "run/Basic.onnx").exists() and (tmp_path / "run/Basic/checkpoint.pt").exists()
+
+
+def test_behaviors_are_saved_while_the_environments_close_and_a_close_error_comes_after(tmp_path):
+    stop = threading.Event()
+    options = load_run_options("config/ppo/Basic.yaml")
+    cp = attrs.evolve(options.checkpoint_settings, results_dir=str(tmp_path), run_id="run")
+    options = attrs.evolve(options, checkpoint_settings=cp)
+    controller, manager, _ = make(tmp_path, options, TrainerRegistry.with_plugins(), env="builtin:Basic", stop=stop)
+    original_close, model = manager.close, tmp_path / "run" / "Basic.onnx"
+    seen_while_closing = []
+
+    def slow_close_that_fails():
+        """A build that takes its time to quit, and then does not quit cleanly."""
+        original_close()
+        deadline = time.monotonic() + 30
+        while not model.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        seen_while_closing.append(model.exists())
+        raise RuntimeError("the build would not quit")
+
+    manager.close = slow_close_that_fails
+    original_advance = controller.advance
+
+    def advance_then_stop(env_manager):
+        original_advance(env_manager)
+        stop.set()  # after the first round (the behavior exists): save and close
+
+    controller.advance = advance_then_stop
+    with pytest.raises(RuntimeError, match="would not quit"):
+        controller.run(manager)
+    assert seen_while_closing == [True]  # saved without waiting for the environments
+    assert model.exists() and (tmp_path / "run/Basic/checkpoint.pt").exists()
