@@ -25,6 +25,10 @@ up, with ``gymnasium[classic-control]`` added). Both ML-Agents-choice runs use t
   so the two trainers are compared with each other. SB3: ``SAC('MlpPolicy', 'HalfCheetah-v5',
   learning_starts=10000, seed=S)``. Threshold: a window mean >= 3000. Window: 10000 steps.
   SB3's venv needs ``gymnasium[mujoco]`` for it.
+- ``hopper``: SAC on Hopper-v5, ``config/gymnasium/sac/Hopper.yaml`` (RL Zoo's Hopper settings,
+  the same as HalfCheetah's), 100k of the configuration's 1M steps (RL Zoo publishes 2326 +- 1130
+  for Hopper-v3, deterministic evaluation). SB3: as ``halfcheetah``. Threshold: a window mean >=
+  1000. Window: 10000 steps.
 - ``halfcheetah-ppo``: PPO on HalfCheetah-v5, ``config/gymnasium/ppo/HalfCheetah.yaml`` (RL Zoo's
   tuned PPO settings, ``normalize: true`` as observation and reward scaling), 300k of the 1M
   steps by default (``--max-steps`` sets another; RL Zoo publishes 5819 +- 664 at 1M). SB3:
@@ -128,6 +132,15 @@ TASKS = {
         100_000,
         10_000,
         3000.0,
+        ("ours", "sb3"),
+    ),
+    "hopper": Task(
+        "hopper",
+        "Hopper-v5",
+        REPO / "config/gymnasium/sac/Hopper.yaml",
+        100_000,
+        10_000,
+        1000.0,
         ("ours", "sb3"),
     ),
     "halfcheetah-ppo": Task(
