@@ -144,13 +144,17 @@ def test_a_trainer_failing_while_its_queue_is_full_ends_the_run_in_seconds(tmp_p
     assert (tmp_path / "run" / "Reacher.onnx").exists()
 
 
-def test_stop_request_saves_every_behavior(tmp_path):
-    stop = threading.Event()
+def basic_run(tmp_path: Path, stop: threading.Event):
+    """config/ppo/Basic.yaml on the built-in Basic, results in ``tmp_path/run``."""
     options = load_run_options("config/ppo/Basic.yaml")
     cp = attrs.evolve(options.checkpoint_settings, results_dir=str(tmp_path), run_id="run")
     options = attrs.evolve(options, checkpoint_settings=cp)
-    registry = TrainerRegistry.with_plugins()
-    controller, manager, _ = make(tmp_path, options, registry, env="builtin:Basic", stop=stop)
+    return make(tmp_path, options, TrainerRegistry.with_plugins(), env="builtin:Basic", stop=stop)
+
+
+def test_stop_request_saves_every_behavior(tmp_path):
+    stop = threading.Event()
+    controller, manager, _ = basic_run(tmp_path, stop)
     original = controller.advance
     rounds = []
 
@@ -168,10 +172,7 @@ def test_stop_request_saves_every_behavior(tmp_path):
 
 def test_behaviors_are_saved_while_the_environments_close_and_a_close_error_comes_after(tmp_path):
     stop = threading.Event()
-    options = load_run_options("config/ppo/Basic.yaml")
-    cp = attrs.evolve(options.checkpoint_settings, results_dir=str(tmp_path), run_id="run")
-    options = attrs.evolve(options, checkpoint_settings=cp)
-    controller, manager, _ = make(tmp_path, options, TrainerRegistry.with_plugins(), env="builtin:Basic", stop=stop)
+    controller, manager, _ = basic_run(tmp_path, stop)
     original_close, model = manager.close, tmp_path / "run" / "Basic.onnx"
     seen_while_closing = []
 
