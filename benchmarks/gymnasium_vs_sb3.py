@@ -81,6 +81,11 @@ How to run (from the repository root)::
 
     .venv/bin/python benchmarks/gymnasium_vs_sb3.py --tasks cartpole --seeds 1 2 3 --out benchmarks/gymnasium_vs_sb3.json
     .venv/bin/python benchmarks/gymnasium_vs_sb3.py --tasks cartpole --trainers ours-mlagents mlagents --seeds 1 2 3 4 5 6 7 8 --out benchmarks/cartpole_mlagents_choices.json
+
+A variant of one task's configuration (a choice measured before it lands in ``config/``) runs
+with ``--config`` and is stored under its own name with ``--label``::
+
+    .venv/bin/python benchmarks/gymnasium_vs_sb3.py --tasks hopper --trainers ours --config /tmp/Hopper-relu.yaml --label ours-relu --keep benchmarks/gymnasium_vs_sb3.json --out /tmp/hopper.json
 """
 
 from __future__ import annotations
@@ -141,7 +146,7 @@ TASKS = {
         100_000,
         10_000,
         1000.0,
-        ("ours", "sb3"),
+        ("ours", "sb3", "mlagents"),
     ),
     "halfcheetah-ppo": Task(
         "halfcheetah-ppo",
@@ -383,15 +388,23 @@ def main() -> None:
     parser.add_argument("--max-steps", type=int, help="every run's steps (default: the task's)")
     parser.add_argument("--out", type=Path, help="rewrite the JSON here after every run")
     parser.add_argument("--keep", type=Path, help="an earlier output: its runs are kept, not run again")
+    parser.add_argument("--config", type=Path, help="one task only: this configuration instead of the task's")
+    parser.add_argument("--label", help="one trainer only: store its runs under this name, not the trainer's")
     args = parser.parse_args()
+    if args.config is not None and len(args.tasks) != 1:
+        parser.error("--config replaces one task's configuration: name one task")
+    if args.label is not None and len(args.trainers) != 1:
+        parser.error("--label names one trainer's runs: name one trainer")
     results: dict[str, Any] = json.loads(args.keep.read_text()) if args.keep else {}
     for name in args.tasks:
         task = TASKS[name] if args.max_steps is None else replace(TASKS[name], max_steps=args.max_steps)
+        if args.config is not None:
+            task = replace(task, config=args.config.resolve())
         entry = results.setdefault(
             name,
             {
                 "env": task.env_id,
-                "config": str(task.config.relative_to(REPO)),
+                "config": str(TASKS[name].config.relative_to(REPO)),
                 "threshold": task.threshold,
                 "window": task.window,
                 "max_steps": task.max_steps,
@@ -406,7 +419,8 @@ def main() -> None:
             if interpreter in interpreters and not Path(interpreters[interpreter]).exists():
                 entry[trainer] = {"skipped": f"no {interpreter} interpreter at {interpreters[interpreter]}"}
                 continue
-            runs = [run for run in entry.get(trainer, {}).get("runs", []) if run["seed"] not in args.seeds]
+            key = args.label or trainer
+            runs = [run for run in entry.get(key, {}).get("runs", []) if run["seed"] not in args.seeds]
             for seed in args.seeds:
                 run = train(trainer, task, seed, interpreters)
                 runs.append(run)
@@ -416,7 +430,9 @@ def main() -> None:
                     file=sys.stderr,
                     flush=True,
                 )
-                entry[trainer] = {"runs": sorted(runs, key=lambda r: r["seed"])}
+                entry[key] = {"runs": sorted(runs, key=lambda r: r["seed"])}
+                if args.config is not None:
+                    entry[key]["config"] = str(args.config)
                 if args.out is not None:
                     args.out.write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(results))

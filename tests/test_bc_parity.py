@@ -21,7 +21,7 @@ from mlagents_envs.base_env import ActionSpec, BehaviorSpec, DimensionProperty, 
 from torch import Tensor
 
 import trainers.reward_signals.behavioral_cloning
-from tests.fixtures.mlagents_0_28.pinned_values import cloning_noise, weight_values
+from tests.fixtures.mlagents_0_28.pinned_values import sampling_noise, weight_values
 from tests.support.parity import assert_parameters_match, assert_stats_match
 from trainers.files.demonstrations import Demonstrations
 from trainers.networks.policy import TorchPolicy
@@ -75,7 +75,7 @@ class Pinned:
         return torch.tensor(order)
 
     def randn(self, size: Any, *_: Any, **__: Any) -> Tensor:
-        values = cloning_noise(self.noise_draws, tuple(size))
+        values = sampling_noise(self.noise_draws, tuple(size))
         self.noise_draws += 1
         return torch.as_tensor(values)
 

@@ -29,12 +29,18 @@ def test_expected_q_is_the_mean_over_branches_of_each_expectation():
     assert expected.tolist()[0] == pytest.approx([(1.5 + 17.5) / 2, (0.0 + 3.0) / 2])
 
 
-def test_q_backup_bootstraps_unless_the_episode_ended():
+@pytest.mark.parametrize(
+    ("ends_at_done", "expected"),
+    [([1.0, 1.0], [2.8, 2.5, 1.0, 0.5]), ([1.0, 0.0], [2.8, 2.5, 1.0, 2.5])],
+    ids=["both-streams-end", "second-ignores-done"],
+)
+def test_q_backup_bootstraps_unless_the_episode_ended_for_that_stream(ends_at_done, expected):
+    # a stream that ignores done (curiosity, RND) bootstraps through the end: ML-Agents' use_dones_in_backup
     rewards = torch.tensor([[1.0, 0.5], [1.0, 0.5]])
     dones = torch.tensor([0.0, 1.0])
     next_values = torch.tensor([[2.0, 4.0], [2.0, 4.0]])
-    backup = sac_math.q_backup(rewards, dones, torch.tensor([0.9, 0.5]), next_values)
-    assert backup.flatten().tolist() == pytest.approx([2.8, 2.5, 1.0, 0.5])
+    backup = sac_math.q_backup(rewards, dones, torch.tensor([0.9, 0.5]), next_values, torch.tensor(ends_at_done))
+    assert backup.flatten().tolist() == pytest.approx(expected)
 
 
 def test_losses_are_half_the_mean_squared_error():
@@ -42,21 +48,38 @@ def test_losses_are_half_the_mean_squared_error():
     assert sac_math.value_loss(torch.tensor([[2.0]]), torch.tensor([[0.0]])).item() == pytest.approx(2.0)
 
 
-def test_value_target_subtracts_both_entropy_terms():
+def test_value_target_subtracts_the_entropy_terms_of_continuous_or_discrete_actions():
+    min_q = torch.tensor([[3.0]])
+    continuous = sac_math.value_target(
+        min_q, torch.tensor([[-1.0, -2.0]]), torch.tensor([0.5]), None, torch.zeros(0), ()
+    )
+    assert continuous.item() == pytest.approx(3.0 + 0.5 * 3)
+    discrete_log_probs = torch.log(torch.tensor([[0.5, 0.5]]))
+    discrete = sac_math.value_target(
+        min_q, torch.zeros(1, 0), torch.tensor([0.5]), discrete_log_probs, torch.tensor([0.1]), (2,)
+    )
+    assert discrete.item() == pytest.approx(3.0 + 0.1 * math.log(2))
+
+
+def test_hybrid_value_target_adds_the_continuous_term_as_mlagents_does():
+    # ML-Agents 0.28: v_backup = min_q - mean(discrete bonus); v_backup += sum(alpha_c log pi_c)
     min_q = torch.tensor([[3.0]])
     continuous_log_probs = torch.tensor([[-1.0, -2.0]])
     discrete_log_probs = torch.log(torch.tensor([[0.5, 0.5]]))
     target = sac_math.value_target(
         min_q, continuous_log_probs, torch.tensor([0.5]), discrete_log_probs, torch.tensor([0.1]), (2,)
     )
-    # 3 - 0.5 * (-1 - 2) - 0.1 * (2 * 0.5 * log 0.5)
-    assert target.item() == pytest.approx(3.0 + 1.5 + 0.1 * math.log(2))
+    # 3 + 0.5 * (-1 - 2) - 0.1 * (2 * 0.5 * log 0.5)
+    assert target.item() == pytest.approx(3.0 - 1.5 + 0.1 * math.log(2))
 
 
-def test_continuous_policy_loss_is_the_mean_over_dimensions_of_alpha_log_pi_minus_q():
+def test_continuous_policy_loss_is_alpha_times_the_whole_actions_log_pi_minus_q():
+    """ML-Agents 0.28's ``_cont_ent_coef * torch.sum(cont_log_probs, dim=1) - all_mean_q1``:
+    the sum over dimensions (an earlier port took their mean, weighing the entropy 1/c as much
+    against Q for c dimensions, while the soft value and the entropy target sum)."""
     q1_policy = torch.tensor([[[1.0], [3.0]]])  # two streams: their mean, 2, is the Q
     loss = sac_math.policy_loss(q1_policy, torch.tensor([[-1.0, -3.0]]), torch.tensor([0.5]), None, torch.zeros(0), ())
-    assert loss.item() == pytest.approx(((0.5 * -1 - 2) + (0.5 * -3 - 2)) / 2)
+    assert loss.item() == pytest.approx(0.5 * (-1 - 3) - 2)
 
 
 def test_discrete_policy_loss_is_the_expectation_of_alpha_log_p_minus_q():

@@ -9,8 +9,10 @@ from 1), so the ratio holds however the trajectories arrive: one by one, in burs
 trainer thread that the environment got ahead of (a full trajectory queue then blocks it).
 
 A gradient step on a uniformly drawn minibatch trains, as ML-Agents does: twin Q networks on
-``r + gamma (1 - done) V_target(s')``; a value network on the soft value ``min(Q1, Q2) -
-entropy terms`` at the policy's own action; the policy on ``alpha log pi - Q1`` (its continuous
+``r + gamma (1 - done) V_target(s')`` (a signal that ignores the episode's end, curiosity or RND,
+bootstraps through it); a value network on the soft value ``min(Q1, Q2) -
+entropy terms`` at the policy's own action (for hybrid actions with ML-Agents' sign of the
+continuous term: :func:`trainers.sac.maths.value_target`); the policy on ``alpha log pi - Q1`` (its continuous
 action reparameterised, tanh-squashed); one entropy coefficient for the continuous part and one
 per discrete branch, tuned towards ML-Agents' targets; then the target value network moves
 ``tau`` of the way to the value network. The three losses touch disjoint parameters, so one
@@ -90,6 +92,9 @@ class SAC(Learner[SACSettings]):
         hyperparameters, network = self.hyperparameters, settings.network_settings
         self._trained_signals = [(i, signal) for i, signal in enumerate(self.reward_signals) if signal.trains]
         self._gammas = torch.tensor([signal.gamma for signal in self.reward_signals], device=self.device)
+        self._ends_at_done = torch.tensor(
+            [0.0 if signal.ignore_done else 1.0 for signal in self.reward_signals], device=self.device
+        )
 
         self.continuous_size = self.policy.continuous_size
         self.branches = self.policy.discrete_branches
@@ -301,7 +306,7 @@ class SAC(Learner[SACSettings]):
                 _, next_memories = self.value.features([o[::length] for o in obs], value_memories, 1)
             next_obs = actor.encoder.normalize(list(batch.next_obs))
             next_values = self.target_value.stacked(next_obs, next_memories, length)
-            backup = sac_math.q_backup(batch.rewards, batch.dones, self._gammas, next_values)
+            backup = sac_math.q_backup(batch.rewards, batch.dones, self._gammas, next_values, self._ends_at_done)
         q1_loss = sac_math.q_loss(sac_math.chosen_q(q1, batch.discrete_actions, branches), backup, mask)
         q2_loss = sac_math.q_loss(sac_math.chosen_q(q2, batch.discrete_actions, branches), backup, mask)
 

@@ -93,10 +93,12 @@ def expected_q(q: Tensor, probs: Tensor | None, branches: Sequence[int]) -> Tens
     return (q * probs.unsqueeze(1)).sum(dim=2) / len(branches)
 
 
-def q_backup(rewards: Tensor, dones: Tensor, gammas: Tensor, next_values: Tensor) -> Tensor:
-    """Targets for the Q networks: ``r + gamma * (1 - done) * V_target(s')``; rewards and
-    next_values [B, S], dones [B], gammas [S] -> [B, S]."""
-    return rewards + (1.0 - dones).unsqueeze(1) * gammas * next_values
+def q_backup(rewards: Tensor, dones: Tensor, gammas: Tensor, next_values: Tensor, ends_at_done: Tensor) -> Tensor:
+    """Targets for the Q networks: ``r + gamma * (1 - done) * V_target(s')``, where a stream
+    that ignores the episode's end (``ends_at_done`` 0: curiosity, RND) bootstraps through it,
+    as ML-Agents' ``use_dones_in_backup``; rewards and next_values [B, S], dones [B], gammas
+    and ends_at_done [S] -> [B, S]."""
+    return rewards + (1.0 - dones.unsqueeze(1) * ends_at_done) * gammas * next_values
 
 
 def q_loss(q: Tensor, backup: Tensor, mask: Tensor | None = None) -> Tensor:
@@ -130,10 +132,18 @@ def value_target(
     branches: Sequence[int],
 ) -> Tensor:
     """The soft value the V network learns: min of the twin Qs of the policy's action minus
-    the entropy terms; ``min_q`` [B, S] -> [B, S] (no gradient needed)."""
+    the entropy terms; ``min_q`` [B, S] -> [B, S] (no gradient needed).
+
+    As ML-Agents 0.28 (and its later releases) writes it, hybrid actions *add* the continuous
+    term (``v_backup += sum(alpha_c log pi_c)`` after the discrete bonus), where continuous-only
+    actions subtract it. Matched so tuned hybrid configurations behave the same: on ML-Agents'
+    test_hybrid_sac, seeds 1-5 x four sizes, either sign passes 19 of 20
+    (``benchmarks/sac_hybrid_seeds.json``)."""
     continuous, discrete = _entropy_terms(
         continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches
     )
+    if discrete_log_probs is not None and branches:
+        continuous = -continuous
     return min_q - (continuous + discrete).unsqueeze(1)
 
 
@@ -156,9 +166,11 @@ def policy_loss(
 
     ``q1_policy`` [B, S, K]: the first Q network at the policy's own (reparameterised)
     continuous action, averaged over streams here. Discrete part: per branch
-    ``sum_j p_j (alpha_b log p_j - Q_j)``, summed over branches; continuous part: the mean over
-    dimensions of ``alpha_c log pi_i - Q`` where Q is the expectation over every branch's
-    actions (a sum over branches, as ML-Agents writes it) or the single output.
+    ``sum_j p_j (alpha_b log p_j - Q_j)``, summed over branches; continuous part:
+    ``alpha_c sum_i log pi_i - Q``, the whole action's log-probability (as the soft value and
+    the entropy target take it, in ML-Agents 0.28 and 1.1 as in the SAC paper), where Q is the
+    expectation over every branch's actions (a sum over branches, as ML-Agents writes it) or the
+    single output.
     """
     mean_q1 = q1_policy.mean(dim=1)  # [B, K]
     terms = []
@@ -171,7 +183,7 @@ def policy_loss(
     else:
         q_of_policy = mean_q1[:, 0]
     if continuous_log_probs.shape[1]:
-        terms.append((continuous_alpha * continuous_log_probs - q_of_policy.unsqueeze(1)).mean(dim=1))
+        terms.append((continuous_alpha * continuous_log_probs).sum(dim=1) - q_of_policy)
     return masked_mean(_total(terms, mean_q1, mean_q1.shape[:1]), mask)
 
 
