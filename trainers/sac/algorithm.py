@@ -10,9 +10,9 @@ trainer thread that the environment got ahead of (a full trajectory queue then b
 
 A gradient step on a uniformly drawn minibatch trains, as ML-Agents does: twin Q networks on
 ``r + gamma (1 - done) V_target(s')`` (a signal that ignores the episode's end, curiosity or RND,
-bootstraps through it); a value network on the soft value ``min(Q1, Q2) -
-entropy terms`` at the policy's own action (for hybrid actions with ML-Agents' sign of the
-continuous term: :func:`trainers.sac.maths.value_target`); the policy on ``alpha log pi - Q1`` (its continuous
+bootstraps through it); a value network on the soft value ``min(Q1, Q2) - entropy terms`` at the
+policy's own action (for hybrid actions with ML-Agents' sign of the continuous term:
+:func:`trainers.sac.maths.value_target`); the policy on ``alpha log pi - Q1`` (its continuous
 action reparameterised, tanh-squashed); one entropy coefficient for the continuous part and one
 per discrete branch, tuned towards ML-Agents' targets; then the target value network moves
 ``tau`` of the way to the value network. The three losses touch disjoint parameters, so one

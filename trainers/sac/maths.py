@@ -134,11 +134,10 @@ def value_target(
     """The soft value the V network learns: min of the twin Qs of the policy's action minus
     the entropy terms; ``min_q`` [B, S] -> [B, S] (no gradient needed).
 
-    As ML-Agents 0.28 (and its later releases) writes it, hybrid actions *add* the continuous
-    term (``v_backup += sum(alpha_c log pi_c)`` after the discrete bonus), where continuous-only
-    actions subtract it. Matched so tuned hybrid configurations behave the same: on ML-Agents'
-    test_hybrid_sac, seeds 1-5 x four sizes, either sign passes 19 of 20
-    (``benchmarks/sac_hybrid_seeds.json``)."""
+    As ML-Agents 0.28 writes it, hybrid actions *add* the continuous term (``v_backup +=
+    sum(alpha_c log pi_c)`` after the discrete bonus), where continuous-only actions subtract
+    it. Matched so tuned hybrid configurations behave the same: on ML-Agents' test_hybrid_sac,
+    seeds 1-5 x four sizes, either sign passes 19 of 20 (``benchmarks/sac_hybrid_seeds.json``)."""
     continuous, discrete = _entropy_terms(
         continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches
     )
