@@ -32,6 +32,11 @@ stopping there (null: not reached by max_steps; ``curve`` has the (step, mean re
 - ``sac_gridworld``: built-in GridWorld (1 area, 9 agents) with sac/GridWorld.yaml (summary every
   20k steps, max_steps 500k): the first summary reaching ML-Agents' benchmark mean reward 0.8.
   Slow (about 75 s per 100k steps).
+- ``sac_target_q``: ML-Agents' continuous ``test_simple_sac`` (1 action) and ``test_2d_sac`` (2
+  actions, step_size 0.8, buffer_init_steps 2000, 3000 steps, threshold 0.8) on built-in Simple,
+  as ``tests/test_sac_learning.py`` writes them, each with ``target_critic: q`` (Stable-Baselines3's
+  target Q networks) and with ML-Agents' value network (``value``, the default), seed for seed.
+  Score: mean of the last 5 episode returns.
 ML-Agents' step counts for these SAC configs are not in this repository's references; the
 benchmark mean rewards are those of ML-Agents' Learning-Environment-Examples.
 
@@ -61,7 +66,7 @@ Sparse reward (issue 14), intrinsic signals against the same PPO without them:
 
 Usage: ``PYTHONPATH=. python benchmarks/learning_seeds.py [TASK ...] [--seeds N]`` with TASK one of
 hybrid, basic, 3dball (the default: all three), sac_hybrid, sac_3dball, sac_basic, sac_gridworld,
-recurrent, hallway, sparse.
+sac_target_q, recurrent, hallway, sparse.
 One run after another, one torch thread each.
 """
 
@@ -90,6 +95,7 @@ from tests.support.learning import (  # noqa: E402
 )
 from tests.support.paths import MLAGENTS_CONFIGS  # noqa: E402
 from trainers.settings import (  # noqa: E402
+    TargetCritic,
     TrainerSettings,
     load_run_options,
 )
@@ -105,6 +111,7 @@ SAC_HYBRID_ACTIONS = [(1, 1), (2, 2), (1, 2), (2, 1)]
 SAC_BALL_SEEDS = [1, 2, 3, 4, 5]
 SAC_BASIC_SEEDS = [1, 2, 3, 4, 5]
 SAC_GRID_SEEDS = [1, 2, 3]
+SAC_TARGET_Q_SEEDS = [1, 2, 3, 4, 5]
 RECURRENT_SEEDS = [1, 2, 3, 4, 5]
 HALLWAY_SEEDS = [1, 2, 3, 4, 5]
 HALLWAY_MAX_STEPS = 60_000
@@ -172,6 +179,22 @@ def run_sac_hybrid(seed: int) -> dict:
             run["curve"] = [(s, round(r, 3)) for s, r in rewards]
         runs.append(run)
     return {"seed": seed, "passed": sum(bool(run["passed"]) for run in runs), "runs": runs}
+
+
+def run_sac_target_q(seed: int) -> dict:
+    cases = {
+        "simple": (sac_test_config(), {"continuous_size": 1}, 0.9),
+        "2d": (sac_test_config(buffer_init_steps=2000, max_steps=3000), {"continuous_size": 2, "step_size": 0.8}, 0.8),
+    }
+    out: dict[str, object] = {"seed": seed}
+    for name, (settings, env_options, threshold) in cases.items():
+        for target_critic in (TargetCritic.Q, TargetCritic.VALUE):
+            hyperparameters = attrs.evolve(settings.hyperparameters, target_critic=target_critic)
+            env = make_env("Simple", seed=seed, discrete_branches=0, **env_options)
+            train_env(env, attrs.evolve(settings, hyperparameters=hyperparameters), seed=seed)
+            score = float(np.mean(env.episode_returns[-5:]))
+            out[f"{name}-{target_critic}"] = {"last5": round(score, 3), "passed": score > threshold}
+    return out
 
 
 def _sac_until_target(env_name: str, seed: int, target: float) -> dict:
@@ -277,6 +300,7 @@ RUNS = {
     "sac_3dball": (run_sac_3dball, SAC_BALL_SEEDS),
     "sac_basic": (run_sac_basic, SAC_BASIC_SEEDS),
     "sac_gridworld": (run_sac_gridworld, SAC_GRID_SEEDS),
+    "sac_target_q": (run_sac_target_q, SAC_TARGET_Q_SEEDS),
     "recurrent": (run_recurrent, RECURRENT_SEEDS),
     "hallway": (run_hallway, HALLWAY_SEEDS),
     "sparse": (run_sparse, SPARSE_SEEDS),

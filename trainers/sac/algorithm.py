@@ -19,6 +19,12 @@ per discrete branch, tuned towards ML-Agents' targets; then the target value net
 Adam over all of them takes the step ML-Agents' three optimisers take (Adam is elementwise);
 the policy's gradient is computed on its own, so Q1 is not trained by the policy loss.
 
+``target_critic: q`` (an agents-learn key) takes Stable-Baselines3's formulation instead, for
+continuous actions without memory: no value network; the Q targets are
+``r + gamma (1 - done) (min(Q1_target, Q2_target)(s', a') - alpha log pi(a'|s'))`` at the
+policy's own next action ``a'``, the policy loss takes ``min(Q1, Q2)``, and the two target Q
+networks follow the Q networks by ``tau``.
+
 Reward signals that train (curiosity, RND, GAIL), as ML-Agents: every sampled minibatch is
 rewarded afresh by them (what they paid when the transition was stored serves only the episode
 reports), and they train on minibatches of their own, drawn after the gradient
@@ -59,7 +65,7 @@ from trainers.sac import maths as sac_math
 from trainers.sac.networks import QNetwork, without_normalizer
 from trainers.sac.replay_buffer import ReplayBatch, ReplayBuffer, transition_bytes
 from trainers.seeding import Stream
-from trainers.settings import SACSettings
+from trainers.settings import SACSettings, TargetCritic
 from trainers.settings.schedules import decayed_value
 
 logger = logging.getLogger(__name__)
@@ -73,7 +79,7 @@ class SACLosses(NamedTuple):
     """The losses of one gradient step, each reaching only its own parameters."""
 
     policy: Tensor  # the actor's
-    value: Tensor  # the value network's
+    value: Tensor  # the value network's (zero without one: target_critic q)
     q1: Tensor  # each Q network's
     q2: Tensor
     entropy_coefficient: Tensor  # the log entropy coefficients'
@@ -103,8 +109,32 @@ class SAC(Learner[SACSettings]):
         q_args = (specs, network, self.stream_names, self.continuous_size, self.branches)
         self.q1 = QNetwork(*q_args, generator=generator).to(self.device)
         self.q2 = QNetwork(*q_args, generator=generator).to(self.device)
-        self.value = Critic(specs, without_normalizer(network), self.stream_names, generator=generator).to(self.device)
-        self.target_value = copy.deepcopy(self.value).requires_grad_(False)
+        self._behavior_name = behavior_name
+        self.value: Critic | None = None  # ML-Agents' value network and its target ...
+        self.target_value: Critic | None = None
+        self.q_targets: tuple[QNetwork, QNetwork] | None = None  # ... or SB3's target Q networks
+        if hyperparameters.target_critic == TargetCritic.Q:
+            if self.branches or not self.continuous_size:
+                raise ConfigError(
+                    f"behaviors.{behavior_name}.hyperparameters.target_critic: q (Stable-Baselines3's target Q "
+                    f"networks) is for continuous actions only; this behavior has {self.continuous_size} continuous "
+                    f"action(s) and discrete branches {list(self.branches)}; remove target_critic"
+                )
+            self.q_targets = (
+                copy.deepcopy(self.q1).requires_grad_(False),
+                copy.deepcopy(self.q2).requires_grad_(False),
+            )
+            followed: list[nn.Module] = [self.q1, self.q2]
+            targets: list[nn.Module] = list(self.q_targets)
+        else:
+            self.value = Critic(specs, without_normalizer(network), self.stream_names, generator=generator).to(
+                self.device
+            )
+            self.target_value = copy.deepcopy(self.value).requires_grad_(False)
+            followed, targets = [self.value], [self.target_value]
+        # what soft_update_target moves, and towards what
+        self._target_parameters: list[Tensor] = [p for target in targets for p in target.parameters()]
+        self._followed_parameters: list[Tensor] = [p for module in followed for p in module.parameters()]
 
         log_init = math.log(hyperparameters.init_entcoef)
         self.continuous_log_alpha = nn.Parameter(torch.full((1,), log_init, device=self.device))
@@ -114,13 +144,15 @@ class SAC(Learner[SACSettings]):
         self._actor_parameters = list(self.policy.actor.parameters())
         alphas = [self.continuous_log_alpha] if self.continuous_size else []
         alphas += [self.discrete_log_alphas] if self.branches else []
-        critics = [*self.q1.parameters(), *self.q2.parameters(), *self.value.parameters()]
+        critics = [*self.q1.parameters(), *self.q2.parameters()]
+        critics += [] if self.value is None else list(self.value.parameters())
         self._critic_parameters = [*critics, *alphas]
         trained = [*self._actor_parameters, *self._critic_parameters]
         self.optimizer = adam(trained, hyperparameters.learning_rate)
 
         shapes = [tuple(int(s) for s in spec.shape) for spec in specs]
-        memory_sizes = (self.policy.memory_size, self.value.memory_size)
+        value_memory_size = 0 if self.value is None else self.value.memory_size
+        memory_sizes = (self.policy.memory_size, value_memory_size)
         replay_device = _replay_device(
             behavior_name,
             hyperparameters.buffer_size,
@@ -140,7 +172,7 @@ class SAC(Learner[SACSettings]):
             memory_sizes=memory_sizes,
             device=replay_device,
         )
-        self._value_memories = CriticMemories(self.value.memory_size, self.sequence_length, self.device)
+        self._value_memories = CriticMemories(value_memory_size, self.sequence_length, self.device)
         self._sampling = seeding.generator(seed, Stream.REPLAY_SAMPLING)
         self._noise = seeding.generator(seed, Stream.UPDATE_NOISE, self.device)
         self.steps = 0  # agent steps received (ML-Agents' ``_step``)
@@ -155,7 +187,9 @@ class SAC(Learner[SACSettings]):
         rewards = np.stack([signal.rewards(trajectory) for signal in self.reward_signals], axis=1)
         value_memories = None
         with torch.no_grad():
-            if self.value.memory_size:
+            if self.value is None:
+                values = self._q_estimates(trajectory)
+            elif self.value.memory_size:
                 obs_with_next = [np.concatenate([o, n[None]]) for o, n in zip(trajectory.obs, trajectory.next_obs)]
                 obs = self.policy.actor.encoder.normalize(self.policy.obs_to_tensors(obs_with_next))
                 estimates, starts = self._value_memories.evaluate(trajectory, obs, self.value.values_and_memories)
@@ -169,6 +203,16 @@ class SAC(Learner[SACSettings]):
             self._episode_rewards.add(trajectory, signal.name, rewards[:, i])
         self.replay.add(trajectory, rewards, value_memories)
         self.steps += trajectory.length
+
+    def _q_estimates(self, trajectory: Trajectory) -> np.ndarray:
+        """Without a value network, the value reported per stream [S]: the smaller twin Q at the
+        policy's mean action, averaged over the trajectory."""
+        actor = self.policy.actor
+        raw = self.policy.obs_to_tensors(trajectory.obs)
+        actions, _ = actor.continuous_sample(actor(raw, None), deterministic=True)
+        obs = actor.encoder.normalize(raw)
+        q = torch.min(self.q1(obs, actions), self.q2(obs, actions))[..., 0]
+        return q.mean(dim=0).cpu().numpy()
 
     def updates_due(self) -> int:
         """Gradient steps owed to the steps received (0 until ``buffer_init_steps`` steps
@@ -234,12 +278,13 @@ class SAC(Learner[SACSettings]):
         stats.update(
             {
                 tags.POLICY_LOSS: policy_loss,
-                tags.VALUE_LOSS: value_loss,
                 tags.Q1_LOSS: q1_loss,
                 tags.Q2_LOSS: q2_loss,
                 tags.POLICY_LEARNING_RATE: learning_rate,
             }
         )
+        if self.value is not None:
+            stats[tags.VALUE_LOSS] = value_loss
         if self.continuous_size:
             stats[tags.CONTINUOUS_ENTROPY_COEFF] = float(self.continuous_log_alpha.detach().exp().mean())
         if self.branches:
@@ -271,11 +316,9 @@ class SAC(Learner[SACSettings]):
         return torch.stack([losses.policy, losses.value, losses.q1, losses.q2]).detach()
 
     def soft_update_target(self) -> None:
-        """Move the target value network ``tau`` of the way to the value network."""
+        """Move the target networks ``tau`` of the way to the networks they follow."""
         with torch.no_grad():
-            torch._foreach_lerp_(
-                list(self.target_value.parameters()), list(self.value.parameters()), self.hyperparameters.tau
-            )
+            torch._foreach_lerp_(self._target_parameters, self._followed_parameters, self.hyperparameters.tau)
 
     def losses(self, batch: ReplayBatch) -> SACLosses:
         """SAC's losses on ``batch`` (the policy's continuous action drawn from the update noise
@@ -283,7 +326,7 @@ class SAC(Learner[SACSettings]):
         actor, branches = self.policy.actor, self.branches
         length, mask = self.sequence_length, batch.loss_masks
         memories = batch.memories[::length] if actor.memory_size else None
-        value_memories = batch.critic_memories[::length] if self.value.memory_size else None
+        value_memories = batch.critic_memories[::length] if self.value is not None and self.value.memory_size else None
         obs = actor.encoder.normalize(list(batch.obs))
         dist = actor(list(batch.obs), batch.action_masks, memories=memories, sequence_length=length)
         if self.continuous_size:
@@ -294,40 +337,42 @@ class SAC(Learner[SACSettings]):
         continuous_alpha = self.continuous_log_alpha.detach().exp()
         discrete_alphas = self.discrete_log_alphas.detach().exp()
 
-        # Q networks on the transitions' own actions, towards r + gamma V_target(s')
+        # Q networks on the transitions' own actions, towards r + gamma V'(s') (_next_values)
         part1, part2 = self.q1.observation_part(obs), self.q2.observation_part(obs)
         q1 = self.q1.from_observation_part(part1, batch.continuous_actions, length)
         q2 = self.q2.from_observation_part(part2, batch.continuous_actions, length)
         with torch.no_grad():
-            next_memories = None
-            if value_memories is not None:
-                # the memory before each sequence's second observation (its first next_obs),
-                # as ML-Agents gets it: one value-network step from the sequence's start
-                _, next_memories = self.value.features([o[::length] for o in obs], value_memories, 1)
-            next_obs = actor.encoder.normalize(list(batch.next_obs))
-            next_values = self.target_value.stacked(next_obs, next_memories, length)
+            next_values = self._next_values(batch, obs, value_memories, continuous_alpha)
             backup = sac_math.q_backup(batch.rewards, batch.dones, self._gammas, next_values, self._ends_at_done)
         q1_loss = sac_math.q_loss(sac_math.chosen_q(q1, batch.discrete_actions, branches), backup, mask)
         q2_loss = sac_math.q_loss(sac_math.chosen_q(q2, batch.discrete_actions, branches), backup, mask)
 
-        # Q networks at the policy's own action: Q1 differentiable in the action only
-        if self.continuous_size:
+        if self.value is None:
+            # Stable-Baselines3: the policy on the smaller twin Q at its own action, no value network
             q1_policy = self.q1.from_observation_part(part1.detach(), actions, length)
+            q2_policy = self.q2.from_observation_part(part2.detach(), actions, length)
+            policy_q = torch.min(q1_policy, q2_policy)
+            value_loss = q1_loss.new_zeros(())
+        else:
+            # Q networks at the policy's own action: Q1 differentiable in the action only
+            if self.continuous_size:
+                q1_policy = self.q1.from_observation_part(part1.detach(), actions, length)
+                with torch.no_grad():
+                    q2_policy = self.q2.from_observation_part(part2, actions, length)
+            else:  # the action is not an input: the same values, as constants
+                q1_policy, q2_policy = q1.detach(), q2.detach()
+            probs = discrete_log_probs.detach().exp() if discrete_log_probs is not None else None
             with torch.no_grad():
-                q2_policy = self.q2.from_observation_part(part2, actions, length)
-        else:  # the action is not an input: the same values, as constants
-            q1_policy, q2_policy = q1.detach(), q2.detach()
-        probs = discrete_log_probs.detach().exp() if discrete_log_probs is not None else None
-        with torch.no_grad():
-            min_q = torch.min(
-                sac_math.expected_q(q1_policy, probs, branches), sac_math.expected_q(q2_policy, probs, branches)
-            )
-            soft_value = sac_math.value_target(
-                min_q, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches
-            )
-        value_loss = sac_math.value_loss(self.value.stacked(obs, value_memories, length), soft_value, mask)
+                min_q = torch.min(
+                    sac_math.expected_q(q1_policy, probs, branches), sac_math.expected_q(q2_policy, probs, branches)
+                )
+                soft_value = sac_math.value_target(
+                    min_q, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches
+                )
+            value_loss = sac_math.value_loss(self.value.stacked(obs, value_memories, length), soft_value, mask)
+            policy_q = q1_policy
         policy_loss = sac_math.policy_loss(
-            q1_policy, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches, mask
+            policy_q, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches, mask
         )
         entropy_loss = sac_math.entropy_coefficient_loss(
             self.continuous_log_alpha,
@@ -341,6 +386,29 @@ class SAC(Learner[SACSettings]):
         )
         return SACLosses(policy_loss, value_loss, q1_loss, q2_loss, entropy_loss)
 
+    def _next_values(
+        self, batch: ReplayBatch, obs: list[Tensor], value_memories: Tensor | None, alpha: Tensor
+    ) -> Tensor:
+        """What each transition's next observation is worth per stream [B, S], to bootstrap from:
+        the target value network's estimate (ML-Agents), or the smaller target Q at the policy's
+        own next action less its entropy term (Stable-Baselines3; continuous actions only)."""
+        actor, length = self.policy.actor, self.sequence_length
+        next_obs = actor.encoder.normalize(list(batch.next_obs))
+        if self.q_targets is not None:
+            next_actions, next_log_probs = actor.continuous_sample(
+                actor(list(batch.next_obs), None), generator=self._noise
+            )
+            target1, target2 = self.q_targets
+            min_q = torch.min(target1(next_obs, next_actions), target2(next_obs, next_actions))[..., 0]
+            return min_q - (alpha * next_log_probs).sum(dim=1, keepdim=True)
+        assert self.value is not None and self.target_value is not None
+        next_memories = None
+        if value_memories is not None:
+            # the memory before each sequence's second observation (its first next_obs),
+            # as ML-Agents gets it: one value-network step from the sequence's start
+            _, next_memories = self.value.features([o[::length] for o in obs], value_memories, 1)
+        return self.target_value.stacked(next_obs, next_memories, length)
+
     # ------------------------------------------------------------------ checkpoints
 
     def state(self) -> dict[str, Any]:
@@ -348,8 +416,7 @@ class SAC(Learner[SACSettings]):
             "actor": self.policy.actor.state_dict(),
             "q1": self.q1.state_dict(),
             "q2": self.q2.state_dict(),
-            "value": self.value.state_dict(),
-            "target_value": self.target_value.state_dict(),
+            **self._target_critic_state(),
             "log_entropy_coefficients": {
                 "continuous": self.continuous_log_alpha.detach().clone(),
                 "discrete": self.discrete_log_alphas.detach().clone(),
@@ -366,11 +433,18 @@ class SAC(Learner[SACSettings]):
         }
 
     def load(self, state: Mapping[str, Any], *, weights_only: bool) -> None:
+        ours = self.hyperparameters.target_critic
+        if "q1" in state and not self._target_critic_modules().keys() <= state.keys():  # another SAC's
+            theirs = TargetCritic.VALUE if ours == TargetCritic.Q else TargetCritic.Q
+            raise ConfigError(
+                f"behaviors.{self._behavior_name}.hyperparameters.target_critic is {ours}, and the checkpoint "
+                f"was trained with target_critic: {theirs}; set it back, or start from fresh weights"
+            )
         self.policy.actor.load_state_dict(state["actor"], strict=True)
         self.q1.load_state_dict(state["q1"], strict=True)
         self.q2.load_state_dict(state["q2"], strict=True)
-        self.value.load_state_dict(state["value"], strict=True)
-        self.target_value.load_state_dict(state["target_value"], strict=True)
+        for key, module in self._target_critic_modules().items():
+            module.load_state_dict(state[key], strict=True)
         coefficients = state["log_entropy_coefficients"]
         with torch.no_grad():
             self.continuous_log_alpha.copy_(coefficients["continuous"])
@@ -385,6 +459,16 @@ class SAC(Learner[SACSettings]):
             # older checkpoints: assume the signals kept their ratio, as ML-Agents does on resume
             ratio = self.hyperparameters.reward_signal_steps_per_update
             self.signal_update_steps = int(counters.get("signal_update_steps", max(1, self.steps / ratio)))
+
+    def _target_critic_modules(self) -> dict[str, nn.Module]:
+        """The checkpoint's entries that depend on ``target_critic``."""
+        if self.q_targets is not None:
+            return {"q1_target": self.q_targets[0], "q2_target": self.q_targets[1]}
+        assert self.value is not None and self.target_value is not None
+        return {"value": self.value, "target_value": self.target_value}
+
+    def _target_critic_state(self) -> dict[str, Any]:
+        return {key: module.state_dict() for key, module in self._target_critic_modules().items()}
 
     # ------------------------------------------------------------------ replay buffer files
 

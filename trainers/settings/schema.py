@@ -89,6 +89,16 @@ class AdvantageNormalization(enum.StrEnum):
     MINIBATCH = "minibatch"
 
 
+class TargetCritic(enum.StrEnum):
+    """What SAC's Q networks bootstrap from, an agents-learn key: ML-Agents' value network and
+    its slowly following copy (``value``), or Stable-Baselines3's target Q networks (``q``: the
+    smaller of the two target Qs at the policy's own next action, less its entropy term; the
+    policy loss then takes the smaller of the twin Qs, not the first alone)."""
+
+    VALUE = "value"
+    Q = "q"
+
+
 class RewardSignalType(enum.StrEnum):
     """Keys of ``reward_signals``. A StrEnum, so ``signals["extrinsic"]`` works too."""
 
@@ -237,6 +247,12 @@ class SACSettings(Hyperparameters):
     init_entcoef: float = 1.0
     # Agent steps per reward-signal update; steps_per_update unless set.
     reward_signal_steps_per_update: float = _follows("steps_per_update")
+    _target_critic: TargetCritic | None = attrs.field(default=None, alias="target_critic", metadata={NEWER_KEY: True})
+
+    @property
+    def target_critic(self) -> TargetCritic:
+        """What the Q networks bootstrap from: ML-Agents' value network unless set."""
+        return self._target_critic or TargetCritic.VALUE
 
 
 # ---------------------------------------------------------------- reward signals

@@ -30,6 +30,7 @@ from trainers.settings.schema import (
     SACSettings,
     ScheduleType,
     SelfPlaySettings,
+    TargetCritic,
     TrainerSettings,
     UniformSampler,
 )
@@ -180,8 +181,12 @@ def check_trainer_settings(
         )
     _check_hyperparameters(c, where, settings.hyperparameters)
     # The trained networks built from network_settings: PPO's actor and critic (one body when
-    # shared), SAC's actor, two Q networks and value network (its target is not trained).
-    if isinstance(settings.hyperparameters, SACSettings):
+    # shared), SAC's actor, two Q networks and value network (targets are not trained).
+    hp = settings.hyperparameters
+    target_q = isinstance(hp, SACSettings) and hp.target_critic == TargetCritic.Q
+    if target_q:
+        bodies, what = 3, "actor and Q networks"
+    elif isinstance(hp, SACSettings):
         bodies, what = 4, "actor, Q and value networks"
     elif getattr(settings.hyperparameters, "shared_critic", False):
         bodies, what = 1, "network"
@@ -189,6 +194,11 @@ def check_trainer_settings(
         bodies, what = 2, "actor and critic"
     _check_network(c, f"{where}.network_settings", settings.network_settings, bodies=bodies, what=what)
     memory = settings.network_settings.memory
+    if memory is not None and target_q:
+        c.errors.append(
+            f"{where}.hyperparameters.target_critic: q (Stable-Baselines3's target Q networks) is for "
+            f"networks without memory; remove network_settings.memory or target_critic"
+        )
     batch = getattr(settings.hyperparameters, "batch_size", None)
     if memory is not None and isinstance(batch, int) and memory.sequence_length > batch:
         c.errors.append(
