@@ -21,7 +21,7 @@ from processors.trajectory import Trajectory
 from stats import PerfKind, PerfStats, StatsReporter, Timers, timed_method
 from stats.tags import CUMULATIVE_REWARD, IS_TRAINING, STEP
 from stats.timer_names import CHECKPOINT, PROCESS_TRAJECTORY, TRAINER_ADVANCE, UPDATE_POLICY
-from trainers.exceptions import CheckpointError, TrainerError
+from trainers.exceptions import CheckpointError, ConfigError, TrainerError
 from trainers.files import mlagents_checkpoint
 from trainers.files.checkpoints import BehaviorCheckpoints, load_state
 from trainers.files.onnx_export import export_policy_onnx
@@ -332,6 +332,8 @@ class Trainer:
             )
         try:
             self.algorithm.load(state, weights_only=weights_only)
+        except ConfigError as error:  # the algorithm names the setting that does not match
+            raise CheckpointError(f"{path}: {error}; cannot {what} from it") from None
         except KeyError as error:
             raise CheckpointError(
                 f"{path}: does not hold {error} for behavior {self.behavior_name!r} (was it written by another "
