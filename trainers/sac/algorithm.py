@@ -22,8 +22,10 @@ the policy's gradient is computed on its own, so Q1 is not trained by the policy
 ``target_critic: q`` (an agents-learn key) takes Stable-Baselines3's formulation instead, for
 continuous actions without memory: no value network; the Q targets are
 ``r + gamma (1 - done) (min(Q1_target, Q2_target)(s', a') - alpha log pi(a'|s'))`` at the
-policy's own next action ``a'``, the policy loss takes ``min(Q1, Q2)``, and the two target Q
-networks follow the Q networks by ``tau``.
+policy's own next action ``a'``; the Q networks and the entropy coefficient step first, then the
+policy on ``alpha log pi - min(Q1, Q2)`` with the stepped Q networks (Stable-Baselines3's
+order); the two target Q networks follow the Q networks by ``tau``. Its gradient steps match
+Stable-Baselines3 2.9's (``tests/test_sac_sb3_parity.py``).
 
 Reward signals that train (curiosity, RND, GAIL), as ML-Agents: every sampled minibatch is
 rewarded afresh by them (what they paid when the transition was stored serves only the episode
@@ -85,6 +87,28 @@ class SACLosses(NamedTuple):
     entropy_coefficient: Tensor  # the log entropy coefficients'
 
 
+class CriticLosses(NamedTuple):
+    """:class:`SACLosses` but the policy's, which may be taken after these have stepped."""
+
+    value: Tensor
+    q1: Tensor
+    q2: Tensor
+    entropy_coefficient: Tensor
+
+
+class PolicyDraw(NamedTuple):
+    """The policy's own action on a minibatch, and what its loss weighs it with."""
+
+    obs: list[Tensor]  # the minibatch's observations, normalised
+    actions: Tensor  # [B, c] reparameterised, squashed
+    continuous_log_probs: Tensor  # [B, c]
+    discrete_log_probs: Tensor | None  # [B, m] every branch's log-probabilities
+    continuous_alpha: Tensor  # the entropy coefficients as the step began
+    discrete_alphas: Tensor
+    q1: Tensor | None = None  # ML-Agents: Q1 at ``actions``, differentiable in them only
+    loss_masks: Tensor | None = None  # False on padding rows (None: not recurrent)
+
+
 class SAC(Learner[SACSettings]):
     """Soft Actor-Critic for one behavior (an :class:`trainers.loop.algorithm.Algorithm`)."""
 
@@ -135,6 +159,8 @@ class SAC(Learner[SACSettings]):
         # what soft_update_target moves, and towards what
         self._target_parameters: list[Tensor] = [p for target in targets for p in target.parameters()]
         self._followed_parameters: list[Tensor] = [p for module in followed for p in module.parameters()]
+        # Stable-Baselines3's order (the policy's loss on the stepped critic) with its formulation
+        self._critic_steps_first = self.value is None
 
         log_init = math.log(hyperparameters.init_entcoef)
         self.continuous_log_alpha = nn.Parameter(torch.full((1,), log_init, device=self.device))
@@ -302,18 +328,30 @@ class SAC(Learner[SACSettings]):
         return batch._replace(rewards=torch.stack(columns, dim=1))
 
     def _gradient_step(self, batch: ReplayBatch) -> Tensor:
-        """One SAC step on ``batch``; returns the detached (policy, value, Q1, Q2) losses."""
-        losses = self.losses(batch)
+        """One SAC step on ``batch``; returns the detached (policy, value, Q1, Q2) losses.
+
+        Each loss reaches only its own parameters (the policy's gradient is taken on its own,
+        so the Q networks are not trained by it; backward with inputs, not autograd.grad:
+        gradients then take their parameter's strides, which CUDA's fused Adam requires of a
+        convolution's weights). ML-Agents steps all three from the same networks; with
+        ``target_critic: q`` the critic and the entropy coefficient step first and the policy's
+        loss takes the stepped Q networks, in Stable-Baselines3's order."""
+        critic, draw = self._critic_losses(batch)
+        critic_loss = critic.q1 + critic.q2 + critic.value + critic.entropy_coefficient
         self.optimizer.zero_grad(set_to_none=True)
-        # The policy's gradient on its own (Q1 is differentiated only in the action), the
-        # other losses' together: each reaches only its own parameters, as in ML-Agents.
-        # (backward with inputs, not autograd.grad: gradients then take their parameter's
-        # strides, which CUDA's fused Adam requires of a convolution's weights.)
-        losses.policy.backward(inputs=self._actor_parameters)
-        (losses.q1 + losses.q2 + losses.value + losses.entropy_coefficient).backward(inputs=self._critic_parameters)
+        if self._critic_steps_first:
+            critic_loss.backward(inputs=self._critic_parameters)
+            self.optimizer.step()  # the actor has no gradient yet: Adam leaves it be
+            self.optimizer.zero_grad(set_to_none=True)
+            policy_loss = self._policy_loss(draw)
+            policy_loss.backward(inputs=self._actor_parameters)
+        else:
+            policy_loss = self._policy_loss(draw)
+            policy_loss.backward(inputs=self._actor_parameters)
+            critic_loss.backward(inputs=self._critic_parameters)
         self.optimizer.step()
         self.soft_update_target()
-        return torch.stack([losses.policy, losses.value, losses.q1, losses.q2]).detach()
+        return torch.stack([policy_loss, critic.value, critic.q1, critic.q2]).detach()
 
     def soft_update_target(self) -> None:
         """Move the target networks ``tau`` of the way to the networks they follow."""
@@ -321,8 +359,14 @@ class SAC(Learner[SACSettings]):
             torch._foreach_lerp_(self._target_parameters, self._followed_parameters, self.hyperparameters.tau)
 
     def losses(self, batch: ReplayBatch) -> SACLosses:
-        """SAC's losses on ``batch`` (the policy's continuous action drawn from the update noise
-        stream)."""
+        """SAC's losses on ``batch`` at the networks as they are (the policy's continuous action
+        drawn from the update noise stream)."""
+        critic, draw = self._critic_losses(batch)
+        return SACLosses(self._policy_loss(draw), *critic)
+
+    def _critic_losses(self, batch: ReplayBatch) -> tuple[CriticLosses, PolicyDraw]:
+        """The value, Q and entropy-coefficient losses on ``batch``, and the policy's draw on it
+        that they took and its loss takes."""
         actor, branches = self.policy.actor, self.branches
         length, mask = self.sequence_length, batch.loss_masks
         memories = batch.memories[::length] if actor.memory_size else None
@@ -347,11 +391,8 @@ class SAC(Learner[SACSettings]):
         q1_loss = sac_math.q_loss(sac_math.chosen_q(q1, batch.discrete_actions, branches), backup, mask)
         q2_loss = sac_math.q_loss(sac_math.chosen_q(q2, batch.discrete_actions, branches), backup, mask)
 
+        draw = PolicyDraw(obs, actions, continuous_log_probs, discrete_log_probs, continuous_alpha, discrete_alphas)
         if self.value is None:
-            # Stable-Baselines3: the policy on the smaller twin Q at its own action, no value network
-            q1_policy = self.q1.from_observation_part(part1.detach(), actions, length)
-            q2_policy = self.q2.from_observation_part(part2.detach(), actions, length)
-            policy_q = torch.min(q1_policy, q2_policy)
             value_loss = q1_loss.new_zeros(())
         else:
             # Q networks at the policy's own action: Q1 differentiable in the action only
@@ -370,10 +411,7 @@ class SAC(Learner[SACSettings]):
                     min_q, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches
                 )
             value_loss = sac_math.value_loss(self.value.stacked(obs, value_memories, length), soft_value, mask)
-            policy_q = q1_policy
-        policy_loss = sac_math.policy_loss(
-            policy_q, continuous_log_probs, continuous_alpha, discrete_log_probs, discrete_alphas, branches, mask
-        )
+            draw = draw._replace(q1=q1_policy)
         entropy_loss = sac_math.entropy_coefficient_loss(
             self.continuous_log_alpha,
             continuous_log_probs,
@@ -384,7 +422,27 @@ class SAC(Learner[SACSettings]):
             branches,
             mask,
         )
-        return SACLosses(policy_loss, value_loss, q1_loss, q2_loss, entropy_loss)
+        return CriticLosses(value_loss, q1_loss, q2_loss, entropy_loss), draw._replace(loss_masks=mask)
+
+    def _policy_loss(self, draw: PolicyDraw) -> Tensor:
+        """``alpha log pi - Q`` at the draw's actions: Q1 as the draw took it (ML-Agents), or the
+        smaller twin Q as the Q networks are now (Stable-Baselines3, after the critic's step)."""
+        policy_q = draw.q1
+        if policy_q is None:
+            part1, part2 = self.q1.observation_part(draw.obs), self.q2.observation_part(draw.obs)
+            policy_q = torch.min(
+                self.q1.from_observation_part(part1.detach(), draw.actions),
+                self.q2.from_observation_part(part2.detach(), draw.actions),
+            )
+        return sac_math.policy_loss(
+            policy_q,
+            draw.continuous_log_probs,
+            draw.continuous_alpha,
+            draw.discrete_log_probs,
+            draw.discrete_alphas,
+            self.branches,
+            draw.loss_masks,
+        )
 
     def _next_values(
         self, batch: ReplayBatch, obs: list[Tensor], value_memories: Tensor | None, alpha: Tensor
