@@ -391,7 +391,9 @@ class SAC(Learner[SACSettings]):
         q1_loss = sac_math.q_loss(sac_math.chosen_q(q1, batch.discrete_actions, branches), backup, mask)
         q2_loss = sac_math.q_loss(sac_math.chosen_q(q2, batch.discrete_actions, branches), backup, mask)
 
-        draw = PolicyDraw(obs, actions, continuous_log_probs, discrete_log_probs, continuous_alpha, discrete_alphas)
+        draw = PolicyDraw(
+            obs, actions, continuous_log_probs, discrete_log_probs, continuous_alpha, discrete_alphas, loss_masks=mask
+        )
         if self.value is None:
             value_loss = q1_loss.new_zeros(())
         else:
@@ -422,17 +424,17 @@ class SAC(Learner[SACSettings]):
             branches,
             mask,
         )
-        return CriticLosses(value_loss, q1_loss, q2_loss, entropy_loss), draw._replace(loss_masks=mask)
+        return CriticLosses(value_loss, q1_loss, q2_loss, entropy_loss), draw
 
     def _policy_loss(self, draw: PolicyDraw) -> Tensor:
         """``alpha log pi - Q`` at the draw's actions: Q1 as the draw took it (ML-Agents), or the
         smaller twin Q as the Q networks are now (Stable-Baselines3, after the critic's step)."""
         policy_q = draw.q1
         if policy_q is None:
-            part1, part2 = self.q1.observation_part(draw.obs), self.q2.observation_part(draw.obs)
+            with torch.no_grad():  # differentiable in the action only
+                part1, part2 = self.q1.observation_part(draw.obs), self.q2.observation_part(draw.obs)
             policy_q = torch.min(
-                self.q1.from_observation_part(part1.detach(), draw.actions),
-                self.q2.from_observation_part(part2.detach(), draw.actions),
+                self.q1.from_observation_part(part1, draw.actions), self.q2.from_observation_part(part2, draw.actions)
             )
         return sac_math.policy_loss(
             policy_q,
