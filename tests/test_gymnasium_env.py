@@ -1,5 +1,6 @@
 """Gymnasium environments as a BaseEnv (envs.gymnasium): space mappings, episode ends, seeds,
-masks, refusals and errors, on tiny environments defined here and on CartPole-v1."""
+masks, refusals and errors, on tiny environments defined here and on CartPole-v1; and
+CartPole-v1, Pendulum-v1 and Hopper-v5 row for row against gymnasium stepped by hand."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from mlagents_envs.exception import UnityActionException, UnityEnvironmentExcept
 
 from envs.builtin.checks import EpisodeReturns, StepChecker, random_action, rollout
 from envs.gymnasium import GymnasiumEnvError, check_gymnasium, gymnasium_env
+from envs.gymnasium.vector_env import copy_seeds
 from envs.parameters import ParameterKind, ParameterValue
 
 SPACES_ID = "agents_learn_tests/Spaces-v0"
@@ -566,6 +568,52 @@ def test_cartpole_end_to_end():
     env.close()
     with pytest.raises(UnityEnvironmentException):
         env.step()
+
+
+@pytest.mark.parametrize(
+    ("env_id", "steps", "ending"),
+    [("CartPole-v1", 600, "terminated"), ("Pendulum-v1", 600, "truncated"), ("Hopper-v5", 1500, "terminated")],
+    ids=["terminates", "truncates", "mujoco"],
+)
+def test_rows_are_gymnasiums_own_steps_with_the_same_seed_and_actions(env_id, steps, ending):
+    """One copy, random actions, against ``gymnasium.make`` stepped by hand with the copy's seed:
+    every decision row, terminal row and reset observation is the environment's own (float32),
+    ``terminated`` a terminal row, ``truncated`` an interrupted one. (The Hopper-v5 SAC runs
+    against Stable-Baselines3 take this path.)"""
+    env = gymnasium_env(env_id, copies=1, seed=11)
+    name = f"{env_id}?team=0"
+    spec = env.behavior_specs[name]
+    reference = gymnasium.make(env_id)
+    obs, _ = reference.reset(seed=copy_seeds(11, 0, 1)[0])
+    np.testing.assert_array_equal(env.get_steps(name)[0].obs[0][0], obs.astype(np.float32))
+    rng = np.random.default_rng(0)
+    ends = {"terminated": 0, "truncated": 0}
+    for _ in range(steps):
+        if spec.action_spec.continuous_size:
+            action = rng.uniform(-1, 1, (1, spec.action_spec.continuous_size)).astype(np.float32)
+            env.set_actions(name, ActionTuple(continuous=action))
+            low, high = reference.action_space.low.astype(np.float64), reference.action_space.high.astype(np.float64)
+            mapped = low + (action[0].astype(np.float64) + 1.0) / 2.0 * (high - low)  # the documented map
+            obs, reward, terminated, truncated, _ = reference.step(mapped.astype(np.float32))
+        else:
+            action = rng.integers(0, 2, (1, 1)).astype(np.int32)
+            env.set_actions(name, ActionTuple(discrete=action))
+            obs, reward, terminated, truncated, _ = reference.step(int(action[0, 0]))
+        env.step()
+        decision, terminal = env.get_steps(name)
+        if terminated or truncated:
+            ends["terminated" if terminated else "truncated"] += 1
+            assert terminal.interrupted.tolist() == [not terminated]
+            np.testing.assert_array_equal(terminal.obs[0][0], obs.astype(np.float32))
+            assert terminal.reward[0] == np.float32(reward)
+            obs, _ = reference.reset()
+            assert decision.reward.tolist() == [0.0]
+        else:
+            assert len(terminal) == 0 and decision.reward[0] == np.float32(reward)
+        np.testing.assert_array_equal(decision.obs[0][0], obs.astype(np.float32))
+    env.close()
+    reference.close()
+    assert ends[ending] >= 3, ends
 
 
 def test_reset_gives_fresh_ids_and_close_closes_every_copy():
