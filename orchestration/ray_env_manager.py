@@ -279,7 +279,9 @@ class RayEnvManager:
                         worker_id,
                         runner.generation,
                         FaultKind.HUNG,
-                        f"env runner {worker_id} did not answer in {limit:g} s",
+                        f"env runner {worker_id} did not answer in {limit:g} s (--timeout-wait "
+                        f"{self._launch.timeout_wait:g} s and {START_GRACE_S:g} s for a runner's start-up; a "
+                        "slow or busy node needs a longer --timeout-wait)",
                         True,
                     )
                 )

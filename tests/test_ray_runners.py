@@ -110,6 +110,41 @@ def test_closing_names_the_runners_that_never_returned_steps(monkeypatch, caplog
     assert not manager.runners
 
 
+def test_a_runner_that_never_starts_is_a_setting_to_fix_named_with_its_timeout(monkeypatch):
+    """A runner whose start does not come back within --timeout-wait and the start-up grace (a
+    slow or busy node: over 50 s in a loaded suite here) ends the run before any training, saying
+    how long it waited and what gives it longer; nothing is retried."""
+    import ray
+
+    from orchestration import ray_env_manager
+    from trainers.exceptions import RunEnvironmentError
+
+    now = [0.0]
+    manager = ray_env_manager.RayEnvManager(
+        EnvLaunch(env_path="builtin:Basic", seed=1, timeout_wait=20),
+        1,
+        lambda *_: None,
+        address="local",
+        policy_seed=0,
+        clock=lambda: now[0],
+    )
+    manager.runners = {0: ray_env_manager._Runner(object(), 0, "start call", 0.0)}
+    killed = []
+    monkeypatch.setattr(ray, "wait", lambda refs, **_: ([], refs))
+    monkeypatch.setattr(ray, "kill", lambda actor, no_restart: killed.append(actor))
+    now[0] = 49.0
+    manager._check_hung()  # within 20 + 30 s: still starting
+    assert not killed
+    now[0] = 51.0
+    with pytest.raises(RunEnvironmentError) as error:
+        manager._check_hung()
+    assert str(error.value) == (
+        "env runner 0 did not answer in 50 s (--timeout-wait 20 s and 30 s for a runner's start-up; "
+        "a slow or busy node needs a longer --timeout-wait) (while starting worker 0; not retried)"
+    )
+    assert len(killed) == 1 and manager.restart_count == 0
+
+
 def test_refusals_before_any_work(tmp_path):
     registry = TrainerRegistry.with_plugins()
 
@@ -152,6 +187,12 @@ print("no ray")
 
 
 HEAD_CPUS, WORKER_CPUS = 2, 1
+# A runner's start (a Ray worker process importing torch, then its environment) takes 3-20 s on
+# this machine with two other busy processes, and over 50 s in the whole suite beside two more
+# (2026-12-07): the runs give it ML-Agents' default timeout_wait (60 s, and the env manager's
+# START_GRACE_S beyond it), and the tests wait as long for every runner to be up.
+TIMEOUT_WAIT_S = 60
+START_S = 120.0
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +214,7 @@ def two_nodes():
     cluster.shutdown()
 
 
-def all_cpus_free(cpus: float = HEAD_CPUS + WORKER_CPUS, timeout: float = 30.0) -> None:
+def all_cpus_free(cpus: float = HEAD_CPUS + WORKER_CPUS, timeout: float = 60.0) -> None:
     """Wait until at least ``cpus`` CPUs are known to the cluster (a node's resources reach the
     head a moment after it joins: on two busy cores, SPREAD once placed both runners on the head)
     and the actors of earlier runs have given theirs back (a kill frees them asynchronously), so
@@ -190,16 +231,19 @@ def all_cpus_free(cpus: float = HEAD_CPUS + WORKER_CPUS, timeout: float = 30.0) 
         time.sleep(0.1)
 
 
-def runners_started(run, timeout: float = 60.0) -> None:
+def runners_started(run, timeout: float = START_S) -> None:
     """Start ``run``'s runners and wait until each has its environment up. The manager trains on
     whichever runner is ready first: on two busy cores one runner once took the whole of a short
     run before the other had started (CI, stop 49), so a test that asserts every runner steps
-    waits for all of them first."""
+    waits for all of them first. Runners that are not up in time are ended with the run's env
+    manager, so that their CPUs are the cluster's again for the tests after this one."""
     import ray
 
     run.env_manager.start()
     starts = [runner.call for runner in run.env_manager.runners.values()]
     ready, _ = ray.wait(starts, num_returns=len(starts), timeout=timeout)
+    if len(ready) < len(starts):
+        run.env_manager.close()
     assert len(ready) == len(starts), f"{len(starts) - len(ready)} runner(s) not up after {timeout} s"
 
 
@@ -222,7 +266,12 @@ def ray_options(tmp_path, address: str, *, max_steps: int, run_id: str) -> RunOp
     o = attrs.evolve(
         o,
         env_settings=attrs.evolve(
-            o.env_settings, env_path="builtin:3DBall", seed=1, num_envs=2, ray_address=address, timeout_wait=20
+            o.env_settings,
+            env_path="builtin:3DBall",
+            seed=1,
+            num_envs=2,
+            ray_address=address,
+            timeout_wait=TIMEOUT_WAIT_S,
         ),
     )
     return attrs.evolve(
@@ -280,6 +329,7 @@ def test_curriculum_lessons_and_resets_reach_the_runner(tmp_path, two_nodes, mon
     options = curriculum_options(tmp_path, 4_000, num_envs=1)
     options = attrs.evolve(options, env_settings=attrs.evolve(options.env_settings, ray_address=cluster.address))
     watch = Watch()
+    all_cpus_free()
     run = build_run(options, writers=[watch], console=False)
     run.run()
     lessons = [lesson for _, lesson in watch.lessons]
@@ -308,10 +358,11 @@ def test_a_runner_whose_unity_build_crashes_is_restarted(tmp_path, two_nodes):
             num_envs=2,
             base_port=free_port_pair(),
             ray_address=cluster.address,
-            timeout_wait=30,
+            timeout_wait=TIMEOUT_WAIT_S,
         ),
         checkpoint_settings=attrs.evolve(o.checkpoint_settings, results_dir=str(tmp_path), run_id="crash"),
     )
+    all_cpus_free()
     run = build_run(o, console=False)
     runners_started(run)  # else the other runner can take the whole run before the crashing build steps 30 times
     outcome = run.run()
@@ -364,7 +415,7 @@ def test_a_gymnasium_environment_trains_on_ray_runners(tmp_path, two_nodes, capl
         options,
         behaviors={"CartPole-v1": settings},
         env_settings=attrs.evolve(
-            options.env_settings, seed=1, num_envs=2, ray_address=cluster.address, timeout_wait=20
+            options.env_settings, seed=1, num_envs=2, ray_address=cluster.address, timeout_wait=TIMEOUT_WAIT_S
         ),
         checkpoint_settings=attrs.evolve(options.checkpoint_settings, results_dir=str(tmp_path), run_id="gym"),
     )
