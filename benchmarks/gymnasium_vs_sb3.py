@@ -27,7 +27,8 @@ up, with ``gymnasium[classic-control]`` added). Both ML-Agents-choice runs use t
   SB3's venv needs ``gymnasium[mujoco]`` for it.
 - ``hopper``: SAC on Hopper-v5, ``config/gymnasium/sac/Hopper.yaml`` (RL Zoo's Hopper settings,
   the same as HalfCheetah's), 100k of the configuration's 1M steps (RL Zoo publishes 2326 +- 1130
-  for Hopper-v3, deterministic evaluation). SB3: as ``halfcheetah``. Threshold: a window mean >=
+  for Hopper-v3, deterministic evaluation). SB3: as ``halfcheetah``; ``sb3-swish``: the same with
+  ``policy_kwargs=dict(activation_fn=nn.SiLU)``, ML-Agents' activation. Threshold: a window mean >=
   1000. Window: 10000 steps.
 - ``halfcheetah-ppo``: PPO on HalfCheetah-v5, ``config/gymnasium/ppo/HalfCheetah.yaml`` (RL Zoo's
   tuned PPO settings, ``normalize: true`` as observation and reward scaling), 300k of the 1M
@@ -105,8 +106,18 @@ from typing import Any
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-TRAINERS = ("ours", "sb3", "ours-mlagents", "mlagents", "ours-unscaled", "ours-mlagents-std", "sb3-no-sde")
-SB3_TRAINERS = ("sb3", "sb3-no-sde")  # run by --sb3-python
+TRAINERS = (
+    "ours",
+    "sb3",
+    "ours-mlagents",
+    "mlagents",
+    "ours-unscaled",
+    "ours-mlagents-std",
+    "sb3-no-sde",
+    "sb3-swish",
+)
+SB3_TRAINERS = ("sb3", "sb3-no-sde", "sb3-swish")  # run by --sb3-python
+SB3_TASK_SUFFIX = {"sb3": "", "sb3-no-sde": "-no-sde", "sb3-swish": "-swish"}
 SUMMARY = re.compile(r"\. Step: (\d+)\. Time Elapsed: ([\d.]+) s\. (?:Mean Reward: (-?\d+(?:\.\d+)?)|No episode)")
 # The keys agents-learn has beyond ML-Agents' (docs/gymnasium.md); without them a configuration
 # trains with ML-Agents' choices, as mlagents-learn reads it.
@@ -146,7 +157,7 @@ TASKS = {
         100_000,
         10_000,
         1000.0,
-        ("ours", "sb3", "mlagents"),
+        ("ours", "sb3", "mlagents", "sb3-swish"),
     ),
     "halfcheetah-ppo": Task(
         "halfcheetah-ppo",
@@ -261,6 +272,10 @@ elif task in ("pendulum-ppo", "pendulum-ppo-no-sde"):
                 device="cpu", **sde)
 elif task == "pendulum":
     model = SAC("MlpPolicy", env_id, learning_rate=1e-3, seed=seed, device="cpu")
+elif task == "hopper-swish":
+    # Swish (SiLU), ML-Agents' activation, in Stable-Baselines3's SAC: is the activation what parts them?
+    model = SAC("MlpPolicy", env_id, learning_starts=10000, seed=seed, device="cpu",
+                policy_kwargs=dict(activation_fn=nn.SiLU))
 else:
     model = SAC("MlpPolicy", env_id, learning_starts=10000, seed=seed, device="cpu")
 start = time.monotonic()
@@ -300,7 +315,7 @@ def command(trainer: str, task: Task, seed: int, results: Path, interpreters: di
     run = ["--run-id=run", f"--seed={seed}", f"--results-dir={results}"]
     agents_learn = str(Path(sys.executable).with_name("agents-learn"))
     if trainer in SB3_TRAINERS:
-        name = task.name if trainer == "sb3" else f"{task.name}-no-sde"
+        name = task.name + SB3_TASK_SUFFIX[trainer]
         args = [name, task.env_id, str(seed), str(task.max_steps), str(task.window)]
         return [interpreters["sb3"], "-c", SB3_SCRIPT, *args]
     config, copies = written_config(task, results.parent, trainer)
