@@ -178,12 +178,11 @@ def test_sac_stores_mujocos_own_transitions_from_config_hopper(tmp_path):
     )
     run = build_run(options, console=False)
     run.run()
-    replay = run.controller.trainers[name].algorithm.replay
-    n = len(replay)
-    obs, next_obs = replay._obs[0][:n].numpy(), replay._next_obs[0][:n].numpy()
-    columns = replay._columns
-    actions, rewards = columns.continuous_actions[:n].numpy(), columns.rewards[:n, 0].numpy()
-    dones = columns.dones[:n].numpy().astype(bool)
+    stored = run.controller.trainers[name].algorithm.replay.state()  # as saved: rows in the order taken
+    n = stored["size"]
+    (obs,), (next_obs,) = [o.numpy() for o in stored["obs"]], [o.numpy() for o in stored["next_obs"]]
+    actions, rewards = stored["continuous_actions"].numpy(), stored["rewards"][:, 0].numpy()
+    dones = stored["dones"].numpy().astype(bool)
     assert n >= 1_500 and dones.sum() >= 30
     mujoco = gymnasium.make("Hopper-v5").unwrapped
     mujoco.reset(seed=0)
