@@ -122,8 +122,16 @@ SUMMARY = re.compile(r"\. Step: (\d+)\. Time Elapsed: ([\d.]+) s\. (?:Mean Rewar
 # The keys agents-learn has beyond ML-Agents' (docs/gymnasium.md); without them a configuration
 # trains with ML-Agents' choices, as mlagents-learn reads it.
 OWN_KEYS = {
-    "hyperparameters": ("epsilon_floor", "max_grad_norm", "adam_epsilon", "advantage_normalization", "log_std_init"),
-    "network_settings": ("activation",),
+    "hyperparameters": (
+        "epsilon_floor",
+        "max_grad_norm",
+        "adam_epsilon",
+        "advantage_normalization",
+        "log_std_init",
+        "target_critic",
+        "buffer_init_actions",
+    ),
+    "network_settings": ("activation", "initialization"),
 }
 
 

@@ -37,6 +37,8 @@ stopping there (null: not reached by max_steps; ``curve`` has the (step, mean re
   as ``tests/test_sac_learning.py`` writes them, each with ``target_critic: q`` (Stable-Baselines3's
   target Q networks) and with ML-Agents' value network (``value``, the default), seed for seed.
   Score: mean of the last 5 episode returns.
+- ``sac_pytorch_init``: ``sac_target_q`` with ``network_settings.initialization: pytorch``
+  (Stable-Baselines3's SAC start) in both forms.
 ML-Agents' step counts for these SAC configs are not in this repository's references; the
 benchmark mean rewards are those of ML-Agents' Learning-Environment-Examples.
 
@@ -66,7 +68,7 @@ Sparse reward (issue 14), intrinsic signals against the same PPO without them:
 
 Usage: ``PYTHONPATH=. python benchmarks/learning_seeds.py [TASK ...] [--seeds N]`` with TASK one of
 hybrid, basic, 3dball (the default: all three), sac_hybrid, sac_3dball, sac_basic, sac_gridworld,
-sac_target_q, recurrent, hallway, sparse.
+sac_target_q, sac_pytorch_init, recurrent, hallway, sparse.
 One run after another, one torch thread each.
 """
 
@@ -95,6 +97,7 @@ from tests.support.learning import (  # noqa: E402
 )
 from tests.support.paths import MLAGENTS_CONFIGS  # noqa: E402
 from trainers.settings import (  # noqa: E402
+    Initialization,
     TargetCritic,
     TrainerSettings,
     load_run_options,
@@ -181,7 +184,7 @@ def run_sac_hybrid(seed: int) -> dict:
     return {"seed": seed, "passed": sum(bool(run["passed"]) for run in runs), "runs": runs}
 
 
-def run_sac_target_q(seed: int) -> dict:
+def run_sac_target_q(seed: int, initialization: Initialization = Initialization.MLAGENTS) -> dict:
     cases = {
         "simple": (sac_test_config(), {"continuous_size": 1}, 0.9),
         "2d": (sac_test_config(buffer_init_steps=2000, max_steps=3000), {"continuous_size": 2, "step_size": 0.8}, 0.8),
@@ -190,11 +193,16 @@ def run_sac_target_q(seed: int) -> dict:
     for name, (settings, env_options, threshold) in cases.items():
         for target_critic in (TargetCritic.Q, TargetCritic.VALUE):
             hyperparameters = attrs.evolve(settings.hyperparameters, target_critic=target_critic)
+            network = attrs.evolve(settings.network_settings, initialization=initialization)
             env = make_env("Simple", seed=seed, discrete_branches=0, **env_options)
-            train_env(env, attrs.evolve(settings, hyperparameters=hyperparameters), seed=seed)
+            train_env(env, attrs.evolve(settings, hyperparameters=hyperparameters, network_settings=network), seed=seed)
             score = float(np.mean(env.episode_returns[-5:]))
             out[f"{name}-{target_critic}"] = {"last5": round(score, 3), "passed": score > threshold}
     return out
+
+
+def run_sac_pytorch_init(seed: int) -> dict:
+    return run_sac_target_q(seed, Initialization.PYTORCH)
 
 
 def _sac_until_target(env_name: str, seed: int, target: float) -> dict:
@@ -301,6 +309,7 @@ RUNS = {
     "sac_basic": (run_sac_basic, SAC_BASIC_SEEDS),
     "sac_gridworld": (run_sac_gridworld, SAC_GRID_SEEDS),
     "sac_target_q": (run_sac_target_q, SAC_TARGET_Q_SEEDS),
+    "sac_pytorch_init": (run_sac_pytorch_init, SAC_TARGET_Q_SEEDS),
     "recurrent": (run_recurrent, RECURRENT_SEEDS),
     "hallway": (run_hallway, HALLWAY_SEEDS),
     "sparse": (run_sparse, SPARSE_SEEDS),

@@ -110,6 +110,16 @@ def check_ray(
             "--record-demo with --ray-address: env runners act on their own nodes and only ship "
             "trajectories, so there is nothing to record here; record without --ray-address"
         )
+    configured = [(f"behaviors.{name}", settings) for name, settings in options.behaviors.items()]
+    if options.default_settings is not None:
+        configured.append(("default_settings", options.default_settings))
+    for where, settings in configured:
+        if settings.hyperparameters.uniform_warmup_steps:
+            raise ConfigError(
+                f"{where}.hyperparameters.buffer_init_actions: uniform with --ray-address: each env runner acts "
+                "with its own copy of the policy, which does not count the run's steps; leave the key out (the "
+                "policy acts from the start, as in ML-Agents) or train without --ray-address"
+            )
     if importlib.util.find_spec("ray") is None:
         raise ConfigError(
             "--ray-address (env_settings.ray_address): Ray is not installed; install the extra with "

@@ -141,6 +141,8 @@ class TrainerController:
         if trainer is None:
             trainer = self._create_trainer(name, spec, settings)
         policy = trainer.policy.inference_copy(seed=team_seed(self.seed + 1, identifiers.team_id), device="cpu")
+        if not isinstance(trainer, InferenceTrainer):  # a resumed run warms up only what is left
+            policy.uniform_decisions = max(0, settings.hyperparameters.uniform_warmup_steps - trainer.step)
         threaded = name in self.threads  # its trainer runs in a thread of its own
         manager = AgentManager(policy, behavior_id, self.reporters[name], settings.time_horizon, threaded=threaded)
         curriculum = self.curriculum

@@ -201,6 +201,72 @@ def test_sac_stores_mujocos_own_transitions_from_config_hopper(tmp_path):
     assert checked >= n - 10
 
 
+def pendulum_warming_up(folder: Path, max_steps: int, *, resume: bool = False) -> tuple[int, np.ndarray, np.ndarray]:
+    """config/gymnasium/sac/Pendulum.yaml with 150 uniform warm-up steps, acting with the mean
+    action after them and a learning rate too small to move it: (the step the run ended at,
+    each replay row's action, the policy's mean action on the row's observation)."""
+    options = load_run_options(REPO / "config/gymnasium/sac/Pendulum.yaml")
+    (name,) = options.behaviors
+    behavior = options.behaviors[name]
+    behavior = attrs.evolve(
+        behavior,
+        max_steps=max_steps,
+        summary_freq=max_steps,
+        hyperparameters=attrs.evolve(
+            behavior.hyperparameters,
+            buffer_init_steps=WARMUP,
+            buffer_init_actions="uniform",
+            batch_size=32,
+            learning_rate=1e-12,
+        ),
+        network_settings=attrs.evolve(behavior.network_settings, hidden_units=32, deterministic=True),
+    )
+    options = attrs.evolve(
+        options,
+        behaviors={name: behavior},
+        env_settings=attrs.evolve(options.env_settings, seed=1),
+        checkpoint_settings=attrs.evolve(
+            options.checkpoint_settings, results_dir=str(folder), run_id="pend", resume=resume
+        ),
+    )
+    run = build_run(options, console=False)
+    run.run()
+    trainer = run.controller.trainers[name]
+    stored = trainer.algorithm.replay.state()  # this session's rows, in the order taken
+    (obs,), actions = stored["obs"], stored["continuous_actions"].numpy()[:, 0]
+    mean = trainer.policy.act([obs.numpy()], None, np.arange(len(obs)), deterministic=True).continuous_actions
+    return trainer.step, actions, mean[:, 0]
+
+
+WARMUP = 150
+
+
+def assert_uniform_then_policy(actions: np.ndarray, policy_actions: np.ndarray, uniform_rows: int) -> None:
+    np.testing.assert_allclose(actions[uniform_rows:], policy_actions[uniform_rows:], atol=1e-5)
+    uniform = actions[:uniform_rows]
+    assert np.mean(np.abs(uniform - policy_actions[:uniform_rows]) > 1e-3) > 0.9
+    if uniform_rows >= 100:
+        assert uniform.min() < -0.9 and uniform.max() > 0.9  # the policy's own spread about 0.1 here
+        assert np.median(np.abs(uniform)) == pytest.approx(0.5, abs=0.1)
+
+
+def test_sac_acts_uniformly_for_its_buffer_init_steps_with_buffer_init_actions_uniform(tmp_path):
+    """``buffer_init_actions: uniform`` (Stable-Baselines3's ``learning_starts``): the first
+    ``buffer_init_steps`` transitions in the replay buffer hold actions drawn uniformly over
+    Pendulum's bounds (the policy's [-1, 1]), whatever the policy would do, even with
+    ``deterministic: true``; every later one is the policy's own (here its deterministic action,
+    the learning rate too small to move it). A run resumed within the warm-up takes only what is
+    left of it."""
+    ended, actions, policy_actions = pendulum_warming_up(tmp_path, 2 * WARMUP)
+    assert ended >= 2 * WARMUP and len(actions) == ended
+    assert_uniform_then_policy(actions, policy_actions, WARMUP)
+
+    begun, _, _ = pendulum_warming_up(tmp_path / "resumed", 100)  # its checkpoint's step
+    ended, actions, policy_actions = pendulum_warming_up(tmp_path / "resumed", 2 * WARMUP, resume=True)
+    assert 0 < begun < WARMUP and len(actions) == ended - begun  # the replay buffer was not saved
+    assert_uniform_then_policy(actions, policy_actions, WARMUP - begun)
+
+
 def shortened(config: Path, folder: Path, **replacements: str) -> Path:
     """``config`` with each ``key: value`` line replaced (``max_steps="2000"``), written in ``folder``."""
     lines = []

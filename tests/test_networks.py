@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import attrs
 import numpy as np
 import pytest
 import torch
@@ -22,10 +23,20 @@ from trainers.networks.actor_critic import (
     ValueHeads,
 )
 from trainers.networks.conditioning import ConditionalEncoder
+from trainers.networks.policy import TorchPolicy
 from trainers.poca.networks import POCACritic
+from trainers.ppo.algorithm import _SharedCritic
 from trainers.reward_signals.curiosity import CuriosityNetwork
+from trainers.reward_signals.rnd import RNDReward
 from trainers.sac.networks import QNetwork
-from trainers.settings import ConditioningType, CuriositySettings, EncoderType, NetworkSettings
+from trainers.settings import (
+    ConditioningType,
+    CuriositySettings,
+    EncoderType,
+    MemorySettings,
+    NetworkSettings,
+    RNDSettings,
+)
 
 
 def vector_spec(n: int, name: str = "vector") -> ObservationSpec:
@@ -376,3 +387,79 @@ def test_every_hidden_layer_uses_the_configured_activation(activation, function)
 
 def goal_vector_spec(n: int) -> ObservationSpec:
     return ObservationSpec((n,), (DimensionProperty.NONE,), ObservationType.GOAL_SIGNAL, "goal")
+
+
+# ---------------------------------------------------------------- initialization
+
+
+def dense_layers(*networks: torch.nn.Module) -> list[torch.nn.Linear]:
+    return [m for network in networks for m in network.modules() if isinstance(m, torch.nn.Linear)]
+
+
+def test_pytorch_initialization_draws_every_layer_as_torch_does():
+    """``network_settings.initialization: pytorch`` (Stable-Baselines3's SAC start): every dense
+    layer of SAC's actor and Q networks, PPO's critic, POCA's critic and curiosity's models, weights
+    and biases, uniform within ``1 / sqrt(fan_in)`` and spread as that uniform is (a standard
+    deviation of the bound over sqrt 3); a Q network's first layer over its observation and action
+    columns together; an LSTM within ``1 / sqrt(hidden)``, its forget bias no longer 1; PPO's free
+    log standard deviation kept; the same seed, the same weights. Also the value heads of PPO's
+    shared critic and RND's networks."""
+    settings = NetworkSettings(hidden_units=64, num_layers=2, initialization="pytorch")
+    spec, actions = [vector_spec(5)], ActionSpec(2, ())
+
+    def build(seed: int) -> list[torch.nn.Module]:
+        generator = torch.Generator().manual_seed(seed)
+        return [
+            Actor(spec, settings, actions, conditional_sigma=True, tanh_squash=True, generator=generator),
+            Actor(spec, settings, ActionSpec(2, (3,)), generator=generator),
+            QNetwork(spec, settings, ["extrinsic"], 2, (), generator=generator),
+            Critic(spec, settings, ["extrinsic", "gail"], generator=generator),
+            POCACritic(spec, settings, actions, ["extrinsic"], generator=generator),
+            CuriosityNetwork(BehaviorSpec(spec, actions), CuriositySettings(network_settings=settings), generator),
+            _SharedCritic(TorchPolicy(BehaviorSpec(spec, actions), settings, seed=seed), ["extrinsic"], generator),
+            RNDReward(BehaviorSpec(spec, actions), RNDSettings(network_settings=settings), seed=seed).predictor,
+        ]
+
+    networks = build(seed=3)
+    sac_actor, ppo_actor, q, *_ = networks
+    for layer in dense_layers(*networks):
+        if layer is q.encoder.body.dense_layers[0]:
+            continue
+        bound = 1.0 / math.sqrt(layer.in_features)
+        for tensor in (layer.weight.detach(), layer.bias.detach()):
+            assert 0 < float(tensor.abs().max()) <= bound
+        if layer.weight.numel() >= 1000:
+            assert float(layer.weight.detach().std()) == pytest.approx(bound / math.sqrt(3), rel=0.1)
+    first = q.encoder.body.dense_layers[0]
+    joined = torch.cat([first.weight, q.action_weights, first.bias[:, None]], dim=1).detach()
+    assert 0.9 / math.sqrt(5 + 2) < float(joined.abs().max()) <= 1 / math.sqrt(5 + 2)  # not 1 / sqrt(5)
+    assert float(ppo_actor.log_std.detach().abs().max()) == 0.0
+    for a, b in zip(networks, build(seed=3), strict=True):
+        for (name, x), y in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
+            torch.testing.assert_close(x, y, msg=name)
+
+    recurrent = attrs.evolve(settings, memory=MemorySettings(sequence_length=4, memory_size=32))
+    lstm = Actor(spec, recurrent, actions, generator=torch.Generator().manual_seed(3)).memory.lstm
+    for tensor in lstm.parameters():
+        tensor = tensor.detach()
+        assert 0.9 / math.sqrt(16) < float(tensor.abs().max()) <= 1 / math.sqrt(16)
+
+
+def test_mlagents_initialization_is_the_default_and_keeps_mlagents_gains():
+    """Unset and ``initialization: mlagents`` build the same weights: ML-Agents' He-normal with
+    zero biases (the mean head at gain 0.2), which the configurations tuned for ML-Agents expect."""
+    spec, actions = [vector_spec(5)], ActionSpec(2, ())
+    built = [
+        Actor(
+            spec,
+            NetworkSettings(hidden_units=64, initialization=init),
+            actions,
+            generator=torch.Generator().manual_seed(3),
+        )
+        for init in (None, "mlagents")
+    ]
+    for (name, x), y in zip(built[0].state_dict().items(), built[1].state_dict().values(), strict=True):
+        torch.testing.assert_close(x, y, msg=name)
+    actor = built[0]
+    assert all(float(layer.bias.detach().abs().max()) == 0.0 for layer in dense_layers(actor))
+    assert float(actor.mean_head.weight.detach().std()) == pytest.approx(0.2 / math.sqrt(64), rel=0.25)

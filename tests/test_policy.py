@@ -284,3 +284,34 @@ def test_an_update_trains_in_training_mode_and_the_policy_acts_in_eval_mode():
             assert policy.actor.training
         assert policy.actor.training
     assert not policy.actor.training
+
+
+def test_uniform_decisions_draw_the_action_space_uniformly_then_the_actor_acts():
+    """A training run's acting copy with ``uniform_decisions`` (SAC's ``buffer_init_actions:
+    uniform``) takes that many agents' decisions uniformly at random, a batch at a time:
+    continuous actions spread evenly over [-1, 1], each branch's allowed actions equally often
+    (never a masked one), the policy's log-probabilities of them, also where it is asked for its
+    deterministic action; then the actor decides again."""
+    spec = BehaviorSpec([vector_spec(3)], ActionSpec(1, (3, 2)))
+    policy = TorchPolicy(spec, SMALL, seed=5, conditional_sigma=True, tanh_squash=True)
+    n = 4000
+    obs = [np.random.default_rng(1).normal(size=(n, 3)).astype(np.float32)]
+    masks = np.ones((n, 5), bool)
+    masks[:, 1] = False  # branch 0: action 1 never allowed
+    policy.uniform_decisions = n + 10
+    info = policy.act(obs, masks, np.arange(n))
+    assert policy.uniform_decisions == 10
+    continuous = info.continuous_actions[:, 0]
+    assert np.histogram(continuous, bins=4, range=(-1, 1))[0] == pytest.approx([n / 4] * 4, rel=0.1)
+    assert set(np.unique(info.discrete_actions[:, 0])) == {0, 2}
+    assert (info.discrete_actions[:, 0] == 0).mean() == pytest.approx(0.5, abs=0.05)
+    assert (info.discrete_actions[:, 1] == 1).mean() == pytest.approx(0.5, abs=0.05)
+    taken = policy.act_taken(obs, masks, np.arange(n), None, info.env_actions.continuous, info.discrete_actions)
+    np.testing.assert_allclose(info.continuous_log_probs, taken.continuous_log_probs, rtol=1e-6)
+    np.testing.assert_array_equal(info.discrete_log_probs, taken.discrete_log_probs)
+
+    last = policy.act([obs[0][:9]], masks[:9], np.arange(9), deterministic=True)  # 9 of the last 10: uniform still
+    assert policy.uniform_decisions == 1 and np.abs(last.continuous_actions).max() > 0.5
+    policy.uniform_decisions = 0
+    mode = policy.act(obs, masks, np.arange(n), deterministic=True)  # the actor's mean: near 0 untrained
+    assert np.abs(mode.continuous_actions).max() < 0.5

@@ -26,7 +26,7 @@ from tests.support.learning import RewardLog, config
 from trainers.exceptions import ConfigError
 from trainers.loop.registry import TrainerRegistry
 from trainers.networks.policy import TorchPolicy
-from trainers.settings import NetworkSettings, RunOptions
+from trainers.settings import NetworkSettings, RunOptions, SACSettings, TrainerSettings
 
 HORIZON = 16
 
@@ -155,6 +155,18 @@ def test_refusals_before_any_work(tmp_path):
 
     with pytest.raises(ConfigError, match="--record-demo with --ray-address"):
         check_run(options(env_path="builtin:3DBall", ray_address="local"), registry=registry, record_demo=tmp_path)
+    uniform = SACSettings(buffer_init_steps=1000, buffer_init_actions="uniform")
+    warming = attrs.evolve(
+        options(env_path="builtin:3DBall", ray_address="local"),
+        behaviors={"3DBall": TrainerSettings(trainer_type="sac", hyperparameters=uniform)},
+    )
+    with pytest.raises(ConfigError) as refused:
+        check_run(warming, registry=registry)
+    assert str(refused.value) == (
+        "behaviors.3DBall.hyperparameters.buffer_init_actions: uniform with --ray-address: each env runner acts "
+        "with its own copy of the policy, which does not count the run's steps; leave the key out (the policy "
+        "acts from the start, as in ML-Agents) or train without --ray-address"
+    )
     from trainers.settings.validate import check_run_options
 
     report = check_run_options(options(ray_address="auto"))

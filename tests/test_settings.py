@@ -478,8 +478,9 @@ def test_cross_field_errors_carry_the_numbers() -> None:
 
 
 def test_stable_baselines3s_ppo_keys_are_checked_with_their_numbers() -> None:
-    """The agents-learn keys for SB3's PPO (docs/gymnasium.md): out of range, an epsilon floor
-    under a constant schedule, a key another trainer type lacks, an unknown activation."""
+    """The agents-learn keys for SB3's PPO and SAC (docs/gymnasium.md): out of range, an epsilon
+    floor under a constant schedule, a key another trainer type lacks, an unknown activation,
+    initialisation or warm-up."""
     ppo = {"max_grad_norm": 0, "adam_epsilon": -1e-5, "epsilon": 0.2, "epsilon_floor": 0.3}
     lines = {line.strip() for line in error_of({"behaviors": {"P": {"hyperparameters": ppo}}}).splitlines()[1:]}
     assert lines == {
@@ -498,6 +499,16 @@ def test_stable_baselines3s_ppo_keys_are_checked_with_their_numbers() -> None:
     )
     assert "network_settings.activation: expected one of swish, tanh, relu, got 'gelu'" in error_of(
         {"behaviors": {"P": {"network_settings": {"activation": "gelu"}}}}
+    )
+    assert "network_settings.initialization: expected one of mlagents, pytorch, got 'orthogonal'" in error_of(
+        {"behaviors": {"P": {"network_settings": {"initialization": "orthogonal"}}}}
+    )
+    warmup = {"trainer_type": "sac", "hyperparameters": {"buffer_init_actions": "random"}}
+    assert "hyperparameters.buffer_init_actions: expected one of policy, uniform, got 'random'" in error_of(
+        {"behaviors": {"S": warmup}}
+    )
+    assert "buffer_init_actions: unknown key for trainer_type ppo (it is a sac hyperparameter)" in error_of(
+        {"behaviors": {"P": {"hyperparameters": {"buffer_init_actions": "uniform"}}}}
     )
     good = structure_run_options(
         {

@@ -60,6 +60,7 @@ NEWER_PATHS = {
     "behaviors.B.hyperparameters.advantage_normalization",
     "behaviors.B.hyperparameters.log_std_init",
     "behaviors.B.network_settings.activation",
+    "behaviors.B.network_settings.initialization",
     "env_settings.timeout_wait",
     "env_settings.ray_address",
     "env_settings.envs_per_worker",
@@ -185,7 +186,7 @@ def test_newer_keys_set_in_yaml_are_kept_even_at_their_defaults(where: str, tmp_
     trainer = {
         "even_checkpoints": False,
         "hyperparameters": {"shared_critic": False, **sb3},
-        "network_settings": {"activation": "swish"},
+        "network_settings": {"activation": "swish", "initialization": "mlagents"},
     }
     data: dict[str, Any] = {
         "env_settings": {
@@ -231,7 +232,7 @@ def test_newer_keys_set_in_python_are_kept(tmp_path: Path) -> None:
             "B": TrainerSettings(
                 even_checkpoints=True,
                 hyperparameters=PPOSettings(**NEWER_PPO_KEYS),
-                network_settings=NetworkSettings(activation="tanh"),
+                network_settings=NetworkSettings(activation="tanh", initialization="pytorch"),
             )
         },
         env_settings=EnvironmentSettings(
@@ -245,7 +246,9 @@ def test_newer_keys_set_in_python_are_kept(tmp_path: Path) -> None:
 def _everything() -> RunOptions:
     """A configuration using every section, signal, sampler and newer key the schema has
     (default_settings is TrainerSettings again, checked in the tests above)."""
-    net = NetworkSettings(memory=MemorySettings(sequence_length=16, memory_size=32), activation="tanh")
+    net = NetworkSettings(
+        memory=MemorySettings(sequence_length=16, memory_size=32), activation="tanh", initialization="pytorch"
+    )
     signals = {
         RewardSignalType.EXTRINSIC: ExtrinsicSettings(normalize=True),
         RewardSignalType.CURIOSITY: CuriositySettings(encoding_size=64),
@@ -324,6 +327,7 @@ def test_every_key_0_28_does_not_know_is_marked_newer(tmp_path: Path) -> None:
         "advantage_normalization",
         "log_std_init",
         "activation",
+        "initialization",
         "normalize",
         "timeout_wait",
         "ray_address",

@@ -64,6 +64,7 @@ from trainers.networks.distributions import (
     standard_normal_log_prob,
     tanh_log_abs_det,
 )
+from trainers.networks.initialization import initialize
 
 if TYPE_CHECKING:
     from trainers.settings import NetworkSettings
@@ -706,6 +707,7 @@ class Actor(nn.Module):
         if self.discrete_branches:
             self.logits_head = nn.Linear(hidden, sum(self.discrete_branches))
             init_dense(self.logits_head, DISCRETE_HEAD_GAIN, generator)
+        initialize(self, network_settings, generator)
 
     def features(
         self,
@@ -895,6 +897,7 @@ class Critic(nn.Module):
         self.memory_size = 0 if self.memory is None else self.memory.memory_size
         features = self.encoder.output_size if self.memory is None else self.memory.hidden_size
         self.value_heads = ValueHeads(features, stream_names, generator=generator)
+        initialize(self, network_settings, generator)
 
     @property
     def stream_names(self) -> tuple[str, ...]:

@@ -100,6 +100,9 @@ class TorchPolicy:
         self.actor.to(self.device).eval()
         self.memory_size = self.actor.memory_size
         self._generator = seeding.generator(self.seed, Stream.POLICY_SAMPLING, self.device)
+        # decisions still to take uniformly at random before acting with the actor (set on a
+        # training run's acting copy: SAC's buffer_init_actions: uniform); counts down per agent
+        self.uniform_decisions = 0
         # found once: they are published after every trajectory a trainer takes
         self._normalizers = {name: m for name, m in self.actor.named_modules() if isinstance(m, Normalizer)}
 
@@ -193,6 +196,10 @@ class TorchPolicy:
         n = agent_ids.shape[0]
         if n == 0:
             return ActionInfo.empty(self.continuous_size, len(self.discrete_branches), self.memory_size)
+        if self.uniform_decisions > 0:
+            self.uniform_decisions = max(0, self.uniform_decisions - n)
+            continuous, discrete = self._uniform_actions(n, action_masks)
+            return self.act_taken(obs, action_masks, agent_ids, memories, continuous, discrete)
         with torch.inference_mode():
             out = self.actor.sample(
                 self.obs_to_tensors(obs),
@@ -221,6 +228,26 @@ class TorchPolicy:
                 memories=_numpy(out.memories),
             )
         return info
+
+    def _uniform_actions(self, n: int, action_masks: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` agents' actions drawn uniformly from the action space, as the environment takes
+        them: continuous in [-1, 1], each branch among its allowed actions (all of them where
+        a mask allows none, as the masked policy does), from the policy's own stream."""
+        generator, device = self._generator, self.device
+        with torch.inference_mode():
+            continuous = torch.rand((n, self.continuous_size), generator=generator, device=device) * 2.0 - 1.0
+            masks = self.masks_to_tensor(action_masks)
+            columns = [torch.zeros((n, 0), dtype=torch.int64, device=device)]
+            offset = 0
+            for size in self.discrete_branches:
+                allowed = torch.ones((n, size), device=device)
+                if masks is not None:
+                    branch = masks[:, offset : offset + size].to(torch.float32)
+                    allowed = torch.where(branch.sum(dim=1, keepdim=True) > 0, branch, allowed)
+                columns.append(torch.multinomial(allowed, 1, generator=generator))
+                offset += size
+            discrete = torch.cat(columns, dim=1)
+        return _numpy(continuous), _numpy(discrete).astype(np.int32)
 
     def act_taken(
         self,

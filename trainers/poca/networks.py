@@ -38,6 +38,7 @@ from torch.nn import functional as F
 
 from trainers.networks.actor_critic import MLP, ObservationEncoder, ValueHeads, init_dense, memory_module
 from trainers.networks.attention import EntityEmbedding, ResidualSelfAttention
+from trainers.networks.initialization import initialize
 from trainers.settings import NetworkSettings
 
 
@@ -92,6 +93,7 @@ class POCACritic(nn.Module):
         # The most members ever seen in one row (ML-Agents keeps it as a frozen parameter, so it
         # is saved with the weights); the member count is scaled by it.
         self.max_members = nn.Parameter(torch.ones(()), requires_grad=False)
+        initialize(self, network_settings, generator)
 
     @property
     def stream_names(self) -> tuple[str, ...]:

@@ -29,6 +29,7 @@ from processors.trajectory import Trajectory
 from stats import tags
 from trainers import seeding
 from trainers.networks.actor_critic import Critic, ValueHeads
+from trainers.networks.initialization import initialize
 from trainers.networks.optimizers import adam
 from trainers.networks.policy import TorchPolicy
 from trainers.networks.sequences import CriticMemories, masked_mean
@@ -54,6 +55,7 @@ class _SharedCritic(torch.nn.Module):
         self._actor_features = actor.features
         features = actor.encoder.output_size if actor.memory is None else actor.memory.hidden_size
         self.value_heads = ValueHeads(features, stream_names, generator=generator)
+        initialize(self.value_heads, policy.network_settings, generator)  # the body is the actor's
 
     def features(
         self, obs: list[torch.Tensor], memories: torch.Tensor | None = None, sequence_length: int = 1

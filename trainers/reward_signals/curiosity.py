@@ -30,6 +30,7 @@ from stats import tags
 from trainers import seeding
 from trainers.networks.activations import hidden_activation
 from trainers.networks.actor_critic import ObservationEncoder, UnsupportedNetworkError, init_dense
+from trainers.networks.initialization import initialize
 from trainers.networks.optimizers import adam
 from trainers.networks.sequences import masked_mean
 from trainers.reward_signals.base import SignalBatch, trajectory_signal_batch
@@ -82,6 +83,7 @@ class CuriosityNetwork(nn.Module):
             self.discrete_prediction = _output_layer(MODEL_UNITS, sum(self.branches), generator)
         self.forward_hidden = _hidden_layer(embedding + flat_actions, generator)
         self.forward_output = _output_layer(MODEL_UNITS, embedding, generator)
+        initialize(self, settings.network_settings, generator)
 
     def embed_pair(self, obs: Sequence[Tensor], next_obs: Sequence[Tensor]) -> tuple[Tensor, Tensor]:
         """The state encoder on observations and next observations, in one pass: ([B, e], [B, e])."""

@@ -38,6 +38,7 @@ from stats import tags
 from trainers import seeding
 from trainers.files.demonstrations import Demonstrations, training_demonstrations
 from trainers.networks.actor_critic import ObservationEncoder, UnsupportedNetworkError, init_dense
+from trainers.networks.initialization import initialize
 from trainers.networks.optimizers import adam
 from trainers.networks.sequences import masked_mean
 from trainers.reward_signals.base import SignalBatch, trajectory_signal_batch
@@ -89,6 +90,7 @@ class Discriminator(nn.Module):
         with torch.no_grad():
             self.estimator.weight.mul_(0.2)
         nn.init.zeros_(self.estimator.bias)
+        initialize(self, network, generator)
 
     def inputs(self, obs: Sequence[Tensor], continuous: Tensor, discrete: Tensor, dones: Tensor) -> DiscriminatorInputs:
         floats = [o.float() * (1.0 / 255.0) if o.dtype == torch.uint8 else o for o in obs]

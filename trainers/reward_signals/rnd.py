@@ -22,6 +22,7 @@ from processors.trajectory import Trajectory
 from stats import tags
 from trainers import seeding
 from trainers.networks.actor_critic import ObservationEncoder, UnsupportedNetworkError
+from trainers.networks.initialization import initialize
 from trainers.networks.optimizers import adam
 from trainers.networks.sequences import masked_mean
 from trainers.reward_signals.base import SignalBatch, trajectory_signal_batch
@@ -45,8 +46,12 @@ class RNDReward:
         self._normalize = bool(settings.network_settings.normalize)
         generator = seeding.generator(seed, Stream.REWARD_SIGNAL_INIT)
         specs, network = spec.observation_specs, settings.network_settings
-        self.target = ObservationEncoder(specs, network, generator=generator).requires_grad_(False).to(device)
-        self.predictor = ObservationEncoder(specs, network, generator=generator).to(device)
+        self.target = ObservationEncoder(specs, network, generator=generator)
+        self.predictor = ObservationEncoder(specs, network, generator=generator)
+        initialize(self.target, network, generator)
+        initialize(self.predictor, network, generator)
+        self.target.requires_grad_(False).to(device)
+        self.predictor.to(device)
         self.optimizer = adam(self.predictor.parameters(), settings.learning_rate)
 
     def _errors(self, obs: list[Tensor]) -> Tensor:

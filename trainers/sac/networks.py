@@ -28,6 +28,8 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from trainers.networks.actor_critic import MLP, ObservationEncoder, goal_conditioned, memory_module
+from trainers.networks.initialization import initialize, uniform_fan_in_
+from trainers.settings.schema import Initialization
 
 if TYPE_CHECKING:
     from trainers.settings import NetworkSettings
@@ -87,6 +89,12 @@ class QNetwork(nn.Module):
         bound = math.sqrt(6.0 / (features + self.outputs))
         nn.init.uniform_(self.heads.weight, -bound, bound, generator=generator)
         nn.init.zeros_(self.heads.bias)
+        initialize(self, network_settings, generator)
+        if self.split_first_layer and network_settings.initialization == Initialization.PYTORCH:
+            # one layer over [observations, action] to PyTorch too: its fan-in is both widths
+            first = cast(MLP, self.encoder.body).dense_layers[0]
+            joined = first.in_features + self.continuous_size
+            uniform_fan_in_([first.weight, first.bias, self.action_weights], joined, generator)
 
     def forward(self, obs: Sequence[Tensor], continuous_actions: Tensor, sequence_length: int = 1) -> Tensor:
         return self.from_observation_part(self.observation_part(obs), continuous_actions, sequence_length)

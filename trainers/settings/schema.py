@@ -80,6 +80,15 @@ class Activation(enum.StrEnum):
     RELU = "relu"
 
 
+class Initialization(enum.StrEnum):
+    """The networks' starting weights, an agents-learn key: ML-Agents' (He-normal with per-role
+    gains, zero biases) or PyTorch's defaults, as Stable-Baselines3's SAC starts
+    (:mod:`trainers.networks.initialization`)."""
+
+    MLAGENTS = "mlagents"
+    PYTORCH = "pytorch"
+
+
 class AdvantageNormalization(enum.StrEnum):
     """Over which samples PPO's and POCA's advantages are brought to zero mean and unit variance:
     the update's whole buffer (ML-Agents) or each minibatch on its own (Stable-Baselines3). An
@@ -87,6 +96,15 @@ class AdvantageNormalization(enum.StrEnum):
 
     BUFFER = "buffer"
     MINIBATCH = "minibatch"
+
+
+class BufferInitActions(enum.StrEnum):
+    """How SAC acts for its first ``buffer_init_steps`` steps, an agents-learn key: with its
+    own policy (``policy``, ML-Agents') or uniformly at random over the action space
+    (``uniform``, Stable-Baselines3's ``learning_starts``)."""
+
+    POLICY = "policy"
+    UNIFORM = "uniform"
 
 
 class TargetCritic(enum.StrEnum):
@@ -140,11 +158,19 @@ class NetworkSettings:
     goal_conditioning_type: ConditioningType = ConditioningType.HYPER
     deterministic: bool = False
     _activation: Activation | None = attrs.field(default=None, alias="activation", metadata={NEWER_KEY: True})
+    _initialization: Initialization | None = attrs.field(
+        default=None, alias="initialization", metadata={NEWER_KEY: True}
+    )
 
     @property
     def activation(self) -> Activation:
         """The hidden layers' nonlinearity; Swish (ML-Agents') unless set."""
         return self._activation or Activation.SWISH
+
+    @property
+    def initialization(self) -> Initialization:
+        """The networks' starting weights; ML-Agents' unless set."""
+        return self._initialization or Initialization.MLAGENTS
 
 
 # ---------------------------------------------------------------- hyperparameters
@@ -164,6 +190,11 @@ class Hyperparameters:
     buffer_size: int = 10240
     learning_rate: float = 3.0e-4
     learning_rate_schedule: ScheduleType = ScheduleType.CONSTANT
+
+    @property
+    def uniform_warmup_steps(self) -> int:
+        """The first agent steps the behavior acts uniformly at random (0: from its policy)."""
+        return 0
 
 
 @attrs.frozen(kw_only=True)
@@ -248,11 +279,23 @@ class SACSettings(Hyperparameters):
     # Agent steps per reward-signal update; steps_per_update unless set.
     reward_signal_steps_per_update: float = _follows("steps_per_update")
     _target_critic: TargetCritic | None = attrs.field(default=None, alias="target_critic", metadata={NEWER_KEY: True})
+    _buffer_init_actions: BufferInitActions | None = attrs.field(
+        default=None, alias="buffer_init_actions", metadata={NEWER_KEY: True}
+    )
 
     @property
     def target_critic(self) -> TargetCritic:
         """What the Q networks bootstrap from: ML-Agents' value network unless set."""
         return self._target_critic or TargetCritic.VALUE
+
+    @property
+    def buffer_init_actions(self) -> BufferInitActions:
+        """How the first ``buffer_init_steps`` steps are acted: the policy's (ML-Agents') unless set."""
+        return self._buffer_init_actions or BufferInitActions.POLICY
+
+    @property
+    def uniform_warmup_steps(self) -> int:
+        return self.buffer_init_steps if self.buffer_init_actions == BufferInitActions.UNIFORM else 0
 
 
 # ---------------------------------------------------------------- reward signals
