@@ -16,7 +16,7 @@ from pathlib import Path
 from envs.workers import POLICY_SERVER, EnvFactory, EnvRequest, source_of
 from trainers.exceptions import CheckpointError, ConfigError
 from trainers.loop.registry import TrainerRegistry
-from trainers.settings import AUTO_DEVICE, RunOptions, require_capabilities
+from trainers.settings import AUTO_DEVICE, RunOptions, require_capabilities, uniform_warmup_steps
 
 
 def check_run(
@@ -114,7 +114,7 @@ def check_ray(
     if options.default_settings is not None:
         configured.append(("default_settings", options.default_settings))
     for where, settings in configured:
-        if settings.hyperparameters.uniform_warmup_steps:
+        if uniform_warmup_steps(settings.hyperparameters):
             raise ConfigError(
                 f"{where}.hyperparameters.buffer_init_actions: uniform with --ray-address: each env runner acts "
                 "with its own copy of the policy, which does not count the run's steps; leave the key out (the "

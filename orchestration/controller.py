@@ -36,7 +36,7 @@ from trainers.loop.inference import InferenceTrainer
 from trainers.loop.registry import TrainerRegistry
 from trainers.loop.trainer import Trainer, TrainerThread
 from trainers.seeding import team_seed
-from trainers.settings import AUTO_DEVICE, RunOptions, TrainerSettings
+from trainers.settings import AUTO_DEVICE, RunOptions, TrainerSettings, uniform_warmup_steps
 
 logger = logging.getLogger(__name__)
 
@@ -142,7 +142,7 @@ class TrainerController:
             trainer = self._create_trainer(name, spec, settings)
         policy = trainer.policy.inference_copy(seed=team_seed(self.seed + 1, identifiers.team_id), device="cpu")
         if not isinstance(trainer, InferenceTrainer):  # a resumed run warms up only what is left
-            policy.uniform_decisions = max(0, settings.hyperparameters.uniform_warmup_steps - trainer.step)
+            policy.uniform_decisions = max(0, uniform_warmup_steps(settings.hyperparameters) - trainer.step)
         threaded = name in self.threads  # its trainer runs in a thread of its own
         manager = AgentManager(policy, behavior_id, self.reporters[name], settings.time_horizon, threaded=threaded)
         curriculum = self.curriculum

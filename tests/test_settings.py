@@ -40,6 +40,7 @@ from trainers.settings import (
     builtin_hyperparameter_types,
     load_run_options,
     structure_run_options,
+    uniform_warmup_steps,
     unstructure_run_options,
     write_configuration,
 )
@@ -510,6 +511,8 @@ def test_stable_baselines3s_ppo_keys_are_checked_with_their_numbers() -> None:
     assert "buffer_init_actions: unknown key for trainer_type ppo (it is a sac hyperparameter)" in error_of(
         {"behaviors": {"P": {"hyperparameters": {"buffer_init_actions": "uniform"}}}}
     )
+    warming = SACSettings(buffer_init_steps=500, buffer_init_actions="uniform")
+    assert [uniform_warmup_steps(hp) for hp in (warming, SACSettings(buffer_init_steps=500), object())] == [500, 0, 0]
     good = structure_run_options(
         {
             "behaviors": {

@@ -60,6 +60,7 @@ from trainers.settings.schema import (
     behavior_settings,
     reward_signal_types,
     sampler_types,
+    uniform_warmup_steps,
 )
 from trainers.settings.structure import make_converter, structure_run_options, unstructure_run_options
 from trainers.settings.trainer_types import AlgorithmRecord, builtin_algorithms, builtin_hyperparameter_types
@@ -133,6 +134,7 @@ __all__ = [
     "reward_signal_types",
     "sampler_types",
     "structure_run_options",
+    "uniform_warmup_steps",
     "unstructure_run_options",
     "write_configuration",
 ]

@@ -197,6 +197,12 @@ class Hyperparameters:
         return 0
 
 
+def uniform_warmup_steps(hyperparameters: object) -> int:
+    """:attr:`Hyperparameters.uniform_warmup_steps`, 0 for a plugin's hyperparameters class of
+    its own (ML-Agents' plugin shape names any class)."""
+    return hyperparameters.uniform_warmup_steps if isinstance(hyperparameters, Hyperparameters) else 0
+
+
 @attrs.frozen(kw_only=True)
 class POCASettings(Hyperparameters):
     """MA-POCA, and the keys PPO shares with it. ``beta``: entropy bonus; ``epsilon``:
